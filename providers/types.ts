@@ -1,0 +1,172 @@
+// The narrow object-store contract every provider implements (DESIGN §9), and its typed error.
+// Higher layers (uploads, reads, retries) are written once against this interface.
+
+/** Why a store operation failed, decided once by the provider. */
+export type StoreErrorKind =
+  | "NotFound" // the key (or upload id) does not exist
+  | "PreconditionFailed" // a conditional request's condition did not hold
+  | "InvalidRange" // a ranged get starts at or past the end of the object
+  | "Throttled" // 429 / 503 SlowDown: retry, slower
+  | "Transport" // connection refused or reset, timeout, 5xx, truncated body: retry
+  | "Auth" // 401 / 403, bad credentials or signature
+  | "Malformed" // a response tierd cannot parse
+  | "Unsupported"; // the store does not implement this operation
+
+/** A store failure with enough context to act on; never carries credentials. */
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+  constructor(
+    readonly kind: StoreErrorKind,
+    message: string,
+    readonly detail: { op?: string; key?: string; status?: number; code?: string } = {},
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** What the retry layer does with an error (DESIGN §6). */
+export type ErrorClass = "retry" | "fail" | "not_found" | "auth" | "unsupported";
+
+/** Classifies any error thrown by a store call. Unknown errors are treated as transport faults. */
+export function classify(err: unknown): ErrorClass {
+  if (!(err instanceof StoreError)) {
+    return err instanceof DOMException && err.name === "AbortError" ? "fail" : "retry";
+  }
+  switch (err.kind) {
+    case "Throttled":
+    case "Transport":
+      return "retry";
+    case "NotFound":
+      return "not_found";
+    case "Auth":
+      return "auth";
+    case "Unsupported":
+      return "unsupported";
+    default:
+      return "fail";
+  }
+}
+
+/** User metadata: lowercase keys of `[a-z0-9-]`, ASCII values. */
+export type UserMetadata = Record<string, string>;
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  etag?: string;
+  lastModified?: Date;
+}
+
+export interface ObjectHead extends ObjectInfo {
+  metadata: UserMetadata;
+}
+
+export interface PutOptions {
+  /** Create only: if the key exists, answer `AlreadyExists` and leave the object alone. */
+  ifAbsent?: boolean;
+  metadata?: UserMetadata;
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+export type PutResult = { status: "Created"; etag?: string } | { status: "AlreadyExists" };
+
+export interface GetOptions {
+  /** Byte range [start, start + length). Without it the whole object. */
+  range?: { start: number; length: number };
+  signal?: AbortSignal;
+}
+
+export interface GetResult {
+  bytes: Uint8Array;
+  /** Total size of the object (not of the range). */
+  size: number;
+  etag?: string;
+}
+
+export interface ListOptions {
+  continuationToken?: string;
+  /** At most this many keys in one page (the store may return fewer). */
+  maxKeys?: number;
+  signal?: AbortSignal;
+}
+
+export interface ListPage {
+  objects: ObjectInfo[];
+  /** Present when more keys follow. */
+  continuationToken?: string;
+}
+
+export interface DeleteFailure {
+  key: string;
+  error: StoreError;
+}
+
+export interface MultipartUpload {
+  key: string;
+  uploadId: string;
+  initiated?: Date;
+}
+
+export interface CompletedPart {
+  partNumber: number;
+  etag: string;
+}
+
+/** The object store contract (DESIGN §9). Keys are plain strings; providers encode them. */
+export interface ObjectStore {
+  /** Short name for logs and metrics: "s3", "gcs", "azure", "fs", "sim". */
+  readonly kind: string;
+  put(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult>;
+  /** Throws `NotFound` for a missing key and `InvalidRange` for a range starting past the end. */
+  get(key: string, options?: GetOptions): Promise<GetResult>;
+  /** Throws `NotFound` for a missing key. */
+  head(key: string, options?: { signal?: AbortSignal }): Promise<ObjectHead>;
+  /** Deletes keys; a missing key is not a failure. Returns the keys that could not be deleted. */
+  deleteMany(keys: string[], options?: { signal?: AbortSignal }): Promise<DeleteFailure[]>;
+  /** One page of keys under `prefix`, in lexicographic (UTF-8 byte) order. */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  createMultipart(
+    key: string,
+    options?: { metadata?: UserMetadata; contentType?: string; signal?: AbortSignal },
+  ): Promise<string>;
+  putPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: Uint8Array,
+    options?: { signal?: AbortSignal },
+  ): Promise<CompletedPart>;
+  completeMultipart(
+    key: string,
+    uploadId: string,
+    parts: CompletedPart[],
+    options?: { ifAbsent?: boolean; signal?: AbortSignal },
+  ): Promise<PutResult>;
+  /** Aborting an unknown or finished upload is not a failure. */
+  abortMultipart(key: string, uploadId: string, options?: { signal?: AbortSignal }): Promise<void>;
+  listMultipartUploads(prefix: string, options?: { signal?: AbortSignal }): Promise<MultipartUpload[]>;
+  /** Releases connections, timers and servers owned by the store. */
+  close?(): Promise<void>;
+}
+
+/** Every key under `prefix`, following continuation tokens. */
+export async function listAll(
+  store: ObjectStore,
+  prefix: string,
+  options: { signal?: AbortSignal; pageSize?: number } = {},
+): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  let token: string | undefined;
+  do {
+    const page = await store.list(prefix, {
+      continuationToken: token,
+      maxKeys: options.pageSize,
+      signal: options.signal,
+    });
+    out.push(...page.objects);
+    token = page.continuationToken;
+  } while (token);
+  return out;
+}

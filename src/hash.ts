@@ -1,0 +1,51 @@
+// XXH3 checksums used everywhere in tierd: Iggy record checksums (XXH3-64, seed 0),
+// journal and marker checksums (XXH3-64) and whole-object checksums (XXH3-128).
+import { createXXHash128, createXXHash3, type IHasher } from "hash-wasm";
+
+let h64: IHasher | undefined;
+let h128: IHasher | undefined;
+
+/** Loads the WebAssembly hashers. Call once (and await) before using the sync functions. */
+export async function initHashes(): Promise<void> {
+  h64 ??= await createXXHash3();
+  h128 ??= await createXXHash128();
+}
+
+function ready(): [IHasher, IHasher] {
+  if (!h64 || !h128) throw new Error("initHashes() must be awaited before hashing");
+  return [h64, h128];
+}
+
+/** XXH3-64 (seed 0) of the concatenation of `parts`, as an unsigned bigint. */
+export function xxh3_64(...parts: Uint8Array[]): bigint {
+  const [h] = ready();
+  h.init();
+  for (const p of parts) h.update(p);
+  return BigInt("0x" + h.digest("hex"));
+}
+
+/** XXH3-128 (seed 0) of `bytes`, as an unsigned bigint. */
+export function xxh3_128(bytes: Uint8Array): bigint {
+  const [, h] = ready();
+  h.init();
+  h.update(bytes);
+  return BigInt("0x" + h.digest("hex"));
+}
+
+/** A fresh streaming XXH3-128 hasher, for files too large to hold in memory. */
+export async function createXxh128Stream(): Promise<{
+  update(bytes: Uint8Array): void;
+  digest(): bigint;
+}> {
+  const h = await createXXHash128();
+  h.init();
+  return {
+    update: (bytes) => void h.update(bytes),
+    digest: () => BigInt("0x" + h.digest("hex")),
+  };
+}
+
+/** Formats a 128-bit checksum as 32 lowercase hex digits (object metadata form). */
+export function hex128(value: bigint): string {
+  return value.toString(16).padStart(32, "0");
+}
