@@ -1,0 +1,58 @@
+// Crash-safe file replacement for tierd's own state (markers, journal snapshots): a file is
+// either absent, the old version or the whole new version, and durable once the call resolves.
+import { open, rename, rm } from "node:fs/promises";
+import { dirname } from "node:path";
+
+/**
+ * Flushes a directory's entries (creations, renames, unlinks) to stable storage.
+ *
+ * @param path The directory to sync.
+ * @returns Resolves once the directory has been fsynced.
+ * @throws The underlying `node:fs` error if the directory cannot be opened or synced.
+ */
+export async function fsyncDir(path: string): Promise<void> {
+  const fh = await open(path, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Replaces `path` with `bytes` atomically and durably: writes `path + ".tmp"`, fsyncs it, renames
+ * it over `path` and fsyncs the parent directory. On failure the temp file is removed and the old
+ * content of `path` (if any) is untouched. Two concurrent calls for the same path must not race
+ * (they share the temp name); tierd writes each state file from one place.
+ *
+ * @param path The file to create or replace.
+ * @param bytes The complete new content.
+ * @returns Resolves once the new content and its directory entry are on stable storage.
+ * @throws The underlying `node:fs` error (e.g. `ENOENT` when the directory is missing).
+ *
+ * @example
+ * ```ts
+ * await writeFileDurable("state/0/1/2/00000000000000000000.remote", encodeMarker(marker));
+ * ```
+ */
+export async function writeFileDurable(path: string, bytes: Uint8Array): Promise<void> {
+  const tmp = path + ".tmp";
+  try {
+    const fh = await open(tmp, "w");
+    try {
+      let written = 0;
+      while (written < bytes.length) {
+        const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
+        written += bytesWritten;
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  await fsyncDir(dirname(path));
+}

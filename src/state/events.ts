@@ -1,0 +1,135 @@
+// The facts a partition's journal records: its incarnation and generation, floor advances,
+// evictions, and every step of a segment's remote lifecycle (DESIGN §5).
+
+/** Why a remote segment is being deleted: cleanup of a failed copy, or total retention. */
+export type DeleteCause = "dangling" | "retention";
+
+/** The partition directory was first seen (or seen recreated): a new incarnation id. */
+export interface IncarnationEvent {
+  type: "incarnation";
+  /** Random u64; written as 16 hex digits in object keys. */
+  incarnation: bigint;
+  /** `st_dev` of the partition directory. */
+  device: number;
+  /** `st_ino` of the partition directory. */
+  inode: number;
+  /** Milliseconds since the epoch. */
+  at: number;
+}
+
+/** A purge was detected (segments restarted below the floor): a new, higher generation. */
+export interface GenerationEvent {
+  type: "generation";
+  generation: bigint;
+  at: number;
+}
+
+/** An upload of the segment starting at `segment` began. */
+export interface CopyStartedEvent {
+  type: "copy_started";
+  /** The segment's start offset. */
+  segment: bigint;
+  generation: bigint;
+  /** A store-side upload id known at start, if any. */
+  uploadId?: string;
+  at: number;
+}
+
+/** The upload turned multipart; journaled so a crash can abort it (DESIGN §5 cleanup). */
+export interface MultipartStartedEvent {
+  type: "multipart_started";
+  segment: bigint;
+  generation: bigint;
+  /** The object key of the multipart upload. */
+  key: string;
+  uploadId: string;
+  at: number;
+}
+
+/** The segment is verified in the store (after an upload, or adopted from DANGLING). */
+export interface CopyFinishedEvent {
+  type: "copy_finished";
+  segment: bigint;
+  generation: bigint;
+  endOffset: bigint;
+  size: number;
+  indexSize: number;
+  startTimestamp: bigint;
+  endTimestamp: bigint;
+  maxTimestamp: bigint;
+  /** XXH3-128 of the `.log`, 32 lowercase hex digits. */
+  checksum: string;
+  at: number;
+}
+
+/** A copy failed or was found interrupted, or a cleanup attempt failed. */
+export interface DanglingEvent {
+  type: "dangling";
+  segment: bigint;
+  generation: bigint;
+  reason: string;
+  at: number;
+}
+
+/** Deletion of the segment's objects began. */
+export interface DeleteStartedEvent {
+  type: "delete_started";
+  segment: bigint;
+  generation: bigint;
+  cause: DeleteCause;
+  at: number;
+}
+
+/** Deletion of the segment's objects completed. */
+export interface DeleteFinishedEvent {
+  type: "delete_finished";
+  segment: bigint;
+  generation: bigint;
+  at: number;
+}
+
+/** The broker's retention removed the segment before it was copied: a gap in the remote chain. */
+export interface LostBeforeUploadEvent {
+  type: "lost_before_upload";
+  segment: bigint;
+  generation: bigint;
+  /** The lost segment's end offset, when it is known. */
+  endOffset?: bigint;
+  at: number;
+}
+
+/** `tiered_up_to_offset` advanced (monotone within a generation). */
+export interface FloorEvent {
+  type: "floor";
+  generation: bigint;
+  tieredUpTo: bigint;
+  at: number;
+}
+
+/** The segment's local files are confirmed gone; only the remote copy remains. */
+export interface EvictedEvent {
+  type: "evicted";
+  segment: bigint;
+  generation: bigint;
+  at: number;
+}
+
+/** One journal record. */
+export type JournalEvent =
+  | IncarnationEvent
+  | GenerationEvent
+  | CopyStartedEvent
+  | MultipartStartedEvent
+  | CopyFinishedEvent
+  | DanglingEvent
+  | DeleteStartedEvent
+  | DeleteFinishedEvent
+  | LostBeforeUploadEvent
+  | FloorEvent
+  | EvictedEvent;
+
+/** The events that concern one segment (they carry `segment` and `generation`). */
+export type SegmentEvent = Extract<JournalEvent, { segment: bigint }>;
+
+/** Every event type name. */
+export type JournalEventType = JournalEvent["type"];
