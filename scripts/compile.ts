@@ -1,0 +1,22 @@
+// Builds the single-file binary dist/tierd with `bun build --compile` (Bun from npm).
+// Online, `deno compile -A --output dist/tierd main.ts` builds an equivalent Deno binary;
+// it needs a runtime download that this project's build machines cannot reach.
+import { spawnSync } from "node:child_process";
+import { dirname, fromFileUrl } from "./_paths.ts";
+
+const root = dirname(dirname(fromFileUrl(import.meta.url)));
+const out = process.argv[2] ?? "dist/tierd";
+
+/** Runs a command in the repo root, streaming its output; exits on failure. */
+function run(cmd: string, args: string[]): void {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
+  if (r.status !== 0) {
+    console.error(`compile: ${cmd} ${args.join(" ")} failed (exit ${r.status})`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+// node_modules must exist for Bun to resolve the npm dependencies Deno manages.
+run(process.execPath, ["install"]);
+run("npx", ["-y", "bun@1", "build", "--compile", "--minify", "--outfile", out, "main.ts"]);
+console.error(`compile: built ${out}`);

@@ -1,0 +1,13 @@
+// Incarnation ids: a random u64 recorded the first time tierd sees a partition directory,
+// so objects of a recreated partition never collide with the old ones (DESIGN §2).
+
+/** A fresh random incarnation id. */
+export function newIncarnation(): bigint {
+  const words = crypto.getRandomValues(new Uint32Array(2));
+  return (BigInt(words[0]) << 32n) | BigInt(words[1]);
+}
+
+/** The incarnation as it appears in object keys: 16 lowercase hex digits. */
+export function incarnationHex(id: bigint): string {
+  return id.toString(16).padStart(16, "0");
+}

@@ -1,0 +1,161 @@
+// Copies one sealed segment to the store: `.log` (with its metadata) then `.index`, then
+// verifies both with HEADs. Creates are conditional, so a retry or a second agent is a no-op.
+import { readFile, stat } from "node:fs/promises";
+import type { ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
+import { uploadFile } from "../../providers/upload.ts";
+import { hex128, xxh3_128 } from "../hash.ts";
+import { fromUserMetadata, sameSegment, type SegmentMeta, toUserMetadata } from "./metadata.ts";
+
+/** The remote copy does not match the local segment (a stale or foreign object under the key). */
+export class CopyMismatchError extends Error {
+  override readonly name = "CopyMismatchError";
+  constructor(readonly key: string, message: string) {
+    super(`${key}: ${message}`);
+  }
+}
+
+/** The local segment changed while it was being copied (it should be immutable once sealed). */
+export class SegmentChangedError extends Error {
+  override readonly name = "SegmentChangedError";
+  constructor(readonly path: string, message: string) {
+    super(`${path}: ${message}`);
+  }
+}
+
+export interface CopyOptions {
+  partSize: number;
+  concurrency: number;
+  signal?: AbortSignal;
+  /** Called with a multipart upload id before any part is sent, so it can be journaled. */
+  onUploadId?: (key: string, uploadId: string) => Promise<void>;
+  onProgress?: (bytes: number) => void;
+}
+
+export interface SegmentSource {
+  logPath: string;
+  indexPath: string;
+  keys: { log: string; index: string };
+  meta: SegmentMeta;
+}
+
+/** What happened to the `.log` object: freshly written, or an identical copy already there. */
+export type CopyOutcome = "uploaded" | "adopted";
+
+async function putFile(
+  store: ObjectStore,
+  key: string,
+  path: string,
+  size: number,
+  metadata: UserMetadata,
+  opts: CopyOptions,
+  expectChecksum?: bigint,
+): Promise<PutResult> {
+  if (size <= opts.partSize) {
+    // One bounded buffer: hash what we send, so the metadata always describes the bytes sent.
+    const bytes = await readFile(path);
+    if (bytes.length !== size) {
+      throw new SegmentChangedError(path, `size changed from ${size} to ${bytes.length} bytes`);
+    }
+    if (expectChecksum !== undefined && xxh3_128(bytes) !== expectChecksum) {
+      throw new SegmentChangedError(path, "contents changed since they were checksummed");
+    }
+    const result = await store.put(key, bytes, { ifAbsent: true, metadata, signal: opts.signal });
+    opts.onProgress?.(bytes.length);
+    return result;
+  }
+  const result = await uploadFile(store, key, path, {
+    partSize: opts.partSize,
+    concurrency: opts.concurrency,
+    metadata,
+    ifAbsent: true,
+    signal: opts.signal,
+    onUploadId: opts.onUploadId ? (id: string) => opts.onUploadId!(key, id) : undefined,
+    onProgress: opts.onProgress,
+  });
+  const after = await stat(path);
+  if (after.size !== size) {
+    throw new SegmentChangedError(path, `size changed from ${size} to ${after.size} bytes`);
+  }
+  return result;
+}
+
+/**
+ * Copies a sealed segment and verifies the copy. Throws {@link CopyMismatchError} when a
+ * different object already holds the key, and store errors as they come.
+ */
+export async function copySegment(
+  store: ObjectStore,
+  src: SegmentSource,
+  opts: CopyOptions,
+): Promise<CopyOutcome> {
+  const { meta, keys } = src;
+  const logResult = await putFile(
+    store,
+    keys.log,
+    src.logPath,
+    meta.size,
+    toUserMetadata(meta),
+    opts,
+    meta.checksum,
+  );
+  const indexBytes = await readFile(src.indexPath);
+  if (indexBytes.length !== meta.indexSize) {
+    throw new SegmentChangedError(
+      src.indexPath,
+      `size changed from ${meta.indexSize} to ${indexBytes.length} bytes`,
+    );
+  }
+  const indexResult = await store.put(keys.index, indexBytes, {
+    ifAbsent: true,
+    metadata: { "xxh3-128": hex128(xxh3_128(indexBytes)) },
+    signal: opts.signal,
+  });
+  await verifyCopy(store, src, indexBytes);
+  return logResult.status === "AlreadyExists" && indexResult.status === "AlreadyExists"
+    ? "adopted"
+    : "uploaded";
+}
+
+/**
+ * Checks with HEADs that the store holds exactly this segment: the `.log` metadata matches
+ * size and checksum, and the `.index` has the right size (and checksum, when given the bytes).
+ */
+export async function verifyCopy(
+  store: ObjectStore,
+  src: SegmentSource,
+  indexBytes?: Uint8Array,
+  signal?: AbortSignal,
+): Promise<void> {
+  const head = await store.head(src.keys.log, { signal });
+  if (head.size !== src.meta.size) {
+    throw new CopyMismatchError(
+      src.keys.log,
+      `object is ${head.size} bytes, segment is ${src.meta.size}`,
+    );
+  }
+  let remote: SegmentMeta;
+  try {
+    remote = fromUserMetadata(src.keys.log, head.metadata);
+  } catch (err) {
+    throw new CopyMismatchError(src.keys.log, (err as Error).message);
+  }
+  if (!sameSegment(remote, src.meta)) {
+    throw new CopyMismatchError(
+      src.keys.log,
+      `metadata describes another segment (xxh3-128 ${hex128(remote.checksum)}, ` +
+        `end-offset ${remote.endOffset}; local ${
+          hex128(src.meta.checksum)
+        }, ${src.meta.endOffset})`,
+    );
+  }
+  const ihead = await store.head(src.keys.index, { signal });
+  if (ihead.size !== src.meta.indexSize) {
+    throw new CopyMismatchError(
+      src.keys.index,
+      `object is ${ihead.size} bytes, index is ${src.meta.indexSize}`,
+    );
+  }
+  if (indexBytes && ihead.metadata["xxh3-128"] !== hex128(xxh3_128(indexBytes))) {
+    throw new CopyMismatchError(src.keys.index, "index checksum differs from the local index");
+  }
+}

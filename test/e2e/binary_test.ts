@@ -1,0 +1,112 @@
+// The single binary, used as an operator would: build dist/tierd with Bun, then `gen`,
+// `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { FsStore } from "../../providers/fs/store.ts";
+import { listAll } from "../../providers/types.ts";
+import { initHashes } from "../../src/hash.ts";
+import { fromUserMetadata } from "../../src/tier/metadata.ts";
+import { testConfigText } from "../_config.ts";
+import { tempDir } from "../_util.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+
+function run(bin: string, args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(bin, args, { encoding: "utf8", env: { ...process.env, ...env } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+Deno.test("the compiled binary generates, validates and copies segments", async () => {
+  await initHashes();
+  const tmp = await tempDir("tierd-bin");
+  try {
+    const bin = join(tmp.path, "tierd");
+    const build = run(Deno.execPath(), ["run", "-A", join(root, "scripts/compile.ts"), bin]);
+    assert.equal(build.code, 0, `compile failed:\n${build.stderr}`);
+
+    const broker = join(tmp.path, "broker");
+    for (const [partition, format] of [[0, "iggy-0.8"], [1, "iggy-0.9"]] as const) {
+      const gen = run(bin, [
+        "gen",
+        `--format=${format}`,
+        `--data-dir=${broker}`,
+        "--stream=1",
+        "--topic=2",
+        `--partition=${partition}`,
+        "--messages=1500",
+        "--segment-size=64KiB",
+        "--seed=3",
+      ]);
+      assert.equal(gen.code, 0, gen.stderr);
+      assert.match(gen.stderr, /segments/);
+    }
+
+    const configPath = join(tmp.path, "tierd.toml");
+    await writeFile(
+      configPath,
+      testConfigText({ dir: tmp.path, topics: [{ stream: 1, topic: 2 }] }) +
+        `\n[tiered_storage.s3]\nsecret_key = "s3cr3t-never-shown"\n`,
+    );
+    const check = run(bin, ["config", "check", "--config", configPath]);
+    assert.equal(check.code, 0, check.stderr);
+    assert.match(check.stdout, /ok/);
+    const show = run(bin, ["config", "show", "--config", configPath]);
+    assert.equal(show.code, 0, show.stderr);
+    assert.ok(!show.stdout.includes("s3cr3t-never-shown"), "config show leaks a secret");
+
+    const bad = join(tmp.path, "bad.toml");
+    await writeFile(bad, `[tiered_storage.cache]\nchunk_size = "3 MiB 7"\n`);
+    const badCheck = run(bin, ["config", "check", "--config", bad]);
+    assert.equal(badCheck.code, 2);
+    assert.match(badCheck.stderr, /tiered_storage\.cache\.chunk_size/);
+
+    const once = run(bin, ["run", "--once", "--config", configPath]);
+    assert.equal(once.code, 0, once.stderr);
+    assert.ok(!once.stderr.includes("s3cr3t-never-shown"));
+
+    // Every sealed segment of both partitions is in the store, byte for byte.
+    const store = new FsStore({ root: join(tmp.path, "store") });
+    const objects = await listAll(store, "iggy/local/1/2/");
+    for (const partition of [0, 1]) {
+      const dir = join(broker, `streams/1/topics/2/partitions/${partition}`);
+      const logs = (await readdir(dir)).filter((f) => f.endsWith(".log")).sort();
+      const sealed = logs.slice(0, -1);
+      assert.ok(sealed.length >= 2);
+      for (const name of sealed) {
+        for (const ext of [".log", ".index"]) {
+          const file = name.replace(".log", ext);
+          const obj = objects.find((o) =>
+            o.key.startsWith(`iggy/local/1/2/${partition}/`) && o.key.endsWith(file)
+          );
+          assert.ok(obj, `no object for partition ${partition} ${file}`);
+          const got = await store.get(obj.key);
+          assert.deepEqual(got.bytes, new Uint8Array(await readFile(join(dir, file))));
+          if (ext === ".log") {
+            const meta = fromUserMetadata(obj.key, (await store.head(obj.key)).metadata);
+            assert.equal(meta.format, partition === 0 ? "iggy-0.8" : "iggy-0.9");
+            assert.equal(meta.size, got.bytes.length);
+          }
+        }
+      }
+      const active = logs.at(-1)!;
+      assert.ok(
+        !objects.some((o) =>
+          o.key.startsWith(`iggy/local/1/2/${partition}/`) && o.key.endsWith(active)
+        ),
+      );
+    }
+
+    const ls = run(bin, ["ls", "--config", configPath, "--stream=1", "--topic=2", "--partition=1"]);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.match(ls.stdout, /COPY_SEGMENT_FINISHED/);
+    assert.match(ls.stdout, /LOCAL \(active\)/);
+
+    const usage = run(bin, ["frobnicate"]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /unknown command/);
+  } finally {
+    await tmp.cleanup();
+  }
+});

@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { computeFloor, type FloorSegment } from "../../src/tier/floor.ts";
+
+/** Contiguous chain of segments with random statuses. */
+const chain = fc.array(
+  fc.record({
+    len: fc.integer({ min: 1, max: 50 }),
+    status: fc.constantFrom("copied", "lost", "local"),
+  }),
+  { maxLength: 20 },
+).map((parts) => {
+  let start = 0n;
+  return parts.map(({ len, status }) => {
+    const s: FloorSegment = {
+      start,
+      endOffset: status === "local" ? undefined : start + BigInt(len) - 1n,
+      copied: status === "copied",
+      lost: status === "lost",
+    };
+    start += BigInt(len);
+    return s;
+  });
+});
+
+Deno.test("floor is the end of the longest copied-or-lost prefix, in any input order", () => {
+  fc.assert(
+    fc.property(chain, fc.infiniteStream(fc.nat()), (segments, seeds) => {
+      let expected = -1n;
+      for (const s of segments) {
+        if (!(s.copied || s.lost)) break;
+        expected = s.endOffset!;
+      }
+      const shuffled = [...segments].sort(() => (seeds.next().value % 3) - 1);
+      assert.equal(computeFloor(shuffled, -1n), expected);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("floor never moves backwards and stops at an unrecorded hole", () => {
+  const segs: FloorSegment[] = [
+    { start: 0n, endOffset: 9n, copied: true, lost: false },
+    { start: 20n, endOffset: 29n, copied: true, lost: false }, // 10..19 missing, not recorded
+  ];
+  assert.equal(computeFloor(segs, -1n), 9n);
+  assert.equal(computeFloor(segs, 15n), 15n);
+});
