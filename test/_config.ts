@@ -9,6 +9,7 @@ export interface TestConfigOptions {
   extra?: string;
   partSize?: string;
   format?: string;
+  uploadTimeout?: string;
 }
 
 /** The TOML text of a test config rooted at `dir` (var-like layout beneath it). */
@@ -26,6 +27,8 @@ log_level = "error"
 enabled = true
 backend = "${o.backend ?? "fs"}"
 part_size = "${o.partSize ?? "8 MiB"}"
+segment_upload_timeout = "${o.uploadTimeout ?? "3 s"}"
+upload_loop_backoff_max = "500 ms"
 
 [tiered_storage.fs]
 path = "${o.dir}/store"

@@ -1,18 +1,24 @@
-// Tiers one partition: keeps its journal, copies sealed segments oldest first, cleans up
-// dangling copies and advances the floor (DESIGN §5). One pass at a time per partition.
-import { join } from "node:path";
-import type { ObjectStore } from "../../providers/types.ts";
-import type { Config } from "../config/schema.ts";
+// Tiers one partition (DESIGN §5, §6): keeps its journal, copies sealed segments oldest first,
+// cleans up dangling copies, evicts local copies under local retention (markers first), and
+// applies total retention to remote copies under the consumer barrier. One pass at a time.
+import { unlink } from "node:fs/promises";
+import { Deadline, withRetry } from "../../providers/retry.ts";
+import { classify, type ObjectStore } from "../../providers/types.ts";
+import type { Config, TopicConfig } from "../config/schema.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import { detectFormat } from "../format/detect.ts";
 import type { FormatName } from "../format/types.ts";
+import { hex128 } from "../hash.ts";
 import type { Logger } from "../log.ts";
+import { deletableUnder, readConsumerBarrier } from "../partition/consumer_offsets.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
-import { type PartitionId, partitionLabel, partitionRelPath } from "../partition/layout.ts";
+import { type PartitionId, partitionLabel } from "../partition/layout.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+import { fsyncDir } from "../state/durable.ts";
 import type { JournalEvent } from "../state/events.ts";
 import { Journal } from "../state/journal.ts";
+import { writeMarker } from "../state/marker.ts";
 import {
   applyEvent,
   checkEvent,
@@ -23,12 +29,15 @@ import {
   segmentsOf,
   snapshotEvents,
 } from "../state/segment_state.ts";
+import type { BrokerClient } from "./broker_client.ts";
 import { copySegment, type SegmentSource, verifyCopy } from "./copy_segment.ts";
 import { hashFile } from "./file_hash.ts";
 import { computeFloor } from "./floor.ts";
 import { type RemoteLocation, segmentKeys } from "./keys.ts";
-import { hex128 } from "../hash.ts";
+import { keepIndexCopy, markerPaths, partitionStateDir, scanMarkers } from "./markers.ts";
 import type { SegmentMeta } from "./metadata.ts";
+import type { TierObserver } from "./observer.ts";
+import { chooseEvictions, chooseRetentionDeletes } from "./policy.ts";
 
 /** Compact the journal once it grows past this many bytes. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -41,12 +50,23 @@ export interface PartitionPassReport {
   failed: number;
   cleaned: number;
   lost: number;
+  evicted: number;
+  remoteDeleted: number;
   /** Sealed segments still waiting for a copy after this pass. */
   pending: number;
+  /** Local retention wants segments evicted that the floor does not cover yet. */
+  pressured: boolean;
   floor: bigint;
   /** Holes between consecutive local segments (reported, never hidden). */
   gaps: { afterEnd: bigint; nextStart: bigint }[];
   errors: string[];
+  /** True when a failure was a store fault worth retrying (transport, throttling). */
+  storeUnreachable: boolean;
+}
+
+/** Deletions left in this pass, shared by every partition (`delete_batch_per_pass`). */
+export interface DeleteBudget {
+  remaining: number;
 }
 
 /** Everything a partition agent needs from the outside. */
@@ -58,19 +78,26 @@ export interface TierEnv {
   logger: Logger;
   now?: () => number;
   signal?: AbortSignal;
+  observer?: TierObserver;
+  /** Used when `evict_via` resolves to `broker`. */
+  broker?: BrokerClient;
+  /** Retry randomness (tests pass a seeded one). */
+  rng?: () => number;
 }
 
-/** The journal, state and copy logic of one partition. */
+/** The journal, state and tiering logic of one partition. */
 export class PartitionAgent {
   readonly id: PartitionId;
   readonly label: string;
-  #dir: string;
+  readonly dir: string;
+  readonly stateDir: string;
   #journal: Journal;
   #state: PartitionState;
   #env: TierEnv;
   #log: Logger;
   #format?: FormatName;
   #reportedGaps = new Set<string>();
+  #lastPass?: PartitionPassReport;
 
   private constructor(
     env: TierEnv,
@@ -81,34 +108,48 @@ export class PartitionAgent {
     this.#env = env;
     this.id = { stream: part.stream, topic: part.topic, partition: part.partition };
     this.label = partitionLabel(this.id);
-    this.#dir = part.dir;
+    this.dir = part.dir;
+    this.stateDir = partitionStateDir(env.config.agent.state_dir, this.id);
     this.#journal = journal;
     this.#state = state;
     this.#log = env.logger.child({ partition: this.label });
   }
 
-  /** Opens (replaying) the partition's journal and records its incarnation. */
+  /** Opens (replaying) the partition's journal, records its incarnation, reconciles markers. */
   static async open(env: TierEnv, part: DiscoveredPartition): Promise<PartitionAgent> {
     const label = partitionLabel(part);
-    const path = join(env.config.agent.state_dir, partitionRelPath(part), "journal");
+    const path = `${partitionStateDir(env.config.agent.state_dir, part)}/journal`;
     const { journal, events } = await Journal.open(path, {
-      onTornTail: (t) =>
+      onTornTail: (t) => {
+        env.observer?.journalTornTail?.(t.path);
         env.logger.warn("journal torn tail truncated", {
           partition: label,
           path: t.path,
           valid_bytes: t.validBytes,
           dropped_bytes: t.droppedBytes,
           reason: t.reason,
-        }),
+        });
+      },
     });
     const agent = new PartitionAgent(env, part, journal, fold(events));
     await agent.#checkIncarnation(part);
+    await agent.#reconcileMarkers();
     return agent;
   }
 
   /** The partition's folded state (read-only). */
   get state(): PartitionState {
     return this.#state;
+  }
+
+  /** The report of the last finished pass. */
+  get lastPass(): PartitionPassReport | undefined {
+    return this.#lastPass;
+  }
+
+  /** The partition's detected (or configured) segment format, once known. */
+  get format(): FormatName | undefined {
+    return this.#format;
   }
 
   get #now(): number {
@@ -145,6 +186,44 @@ export class PartitionAgent {
     });
   }
 
+  /**
+   * Boot (DESIGN §4): quarantine untrusted markers; a trusted marker whose broker `.log` is
+   * gone is a remote segment — record the eviction a crash may have left unrecorded.
+   */
+  async #reconcileMarkers(): Promise<void> {
+    const { markers, quarantined } = await scanMarkers(this.stateDir, this.#state.incarnation!);
+    for (const q of quarantined) {
+      this.#env.observer?.markerQuarantined?.(q.path, q.reason);
+      this.#log.warn("untrusted .remote marker quarantined", {
+        path: q.path,
+        moved_to: q.movedTo,
+        reason: q.reason,
+      });
+    }
+    if (markers.length === 0) return;
+    const local = new Set(
+      (await this.#listLocal()).map((s) => s.start),
+    );
+    for (const m of markers) {
+      const rec = getSegment(this.#state, m.marker.generation, m.start);
+      if (rec?.state === "COPY_SEGMENT_FINISHED" && !rec.evicted && !local.has(m.start)) {
+        await this.#record({
+          type: "evicted",
+          segment: m.start,
+          generation: m.marker.generation,
+          at: this.#now,
+        });
+      }
+    }
+  }
+
+  #listLocal(): Promise<SegmentFiles[]> {
+    return listSegments(this.dir, {
+      now: this.#now,
+      quiescenceMs: this.#env.config.agent.seal_quiescence,
+    });
+  }
+
   #location(generation = this.#state.generation): RemoteLocation {
     return {
       ...this.id,
@@ -157,7 +236,7 @@ export class PartitionAgent {
 
   async #formatOf(segments: SegmentFiles[]): Promise<FormatName | undefined> {
     const configured = this.#env.config.agent.format;
-    if (configured !== "auto") return configured;
+    if (configured !== "auto") return (this.#format = configured);
     if (this.#format) return this.#format;
     for (const s of segments) {
       if (s.logSize === 0) continue;
@@ -167,8 +246,14 @@ export class PartitionAgent {
     return undefined;
   }
 
-  /** One full pass: copy sealed segments, clean dangling ones, copy again what they freed. */
-  async pass(): Promise<PartitionPassReport> {
+  /**
+   * One full pass: copy sealed segments, clean dangling ones (and copy what they freed),
+   * evict under local retention, then apply total retention to remote copies.
+   */
+  async pass(
+    topic: TopicConfig,
+    options: { partitionsInTopic?: number; deleteBudget?: DeleteBudget } = {},
+  ): Promise<PartitionPassReport> {
     const report: PartitionPassReport = {
       partition: this.label,
       copied: 0,
@@ -176,33 +261,84 @@ export class PartitionAgent {
       failed: 0,
       cleaned: 0,
       lost: 0,
+      evicted: 0,
+      remoteDeleted: 0,
       pending: 0,
+      pressured: false,
       floor: this.#state.floor,
       gaps: [],
       errors: [],
+      storeUnreachable: false,
     };
-    const segments = await listSegments(this.#dir, {
-      now: this.#now,
-      quiescenceMs: this.#env.config.agent.seal_quiescence,
-    });
+    let segments = await this.#listLocal();
+    await this.#detectPurge(segments);
     await this.#recordLosses(segments, report);
     await this.#copyPhase(segments, report);
     const cleaned = await this.#cleanupPhase(segments, report);
     if (cleaned > 0) await this.#copyPhase(segments, report);
     await this.#advanceFloor();
+    await this.#evictPhase(segments, topic, report);
+    segments = await this.#listLocal();
+    await this.#retentionPhase(segments, topic, options, report);
     report.floor = this.#state.floor;
     report.pending =
       segments.filter((s) =>
-        s.sealed && getSegment(this.#state, this.#state.generation, s.start)?.state !==
-          "COPY_SEGMENT_FINISHED"
-      ).length;
+        s.sealed && getSegment(this.#state, this.#state.generation, s.start) === undefined
+      ).length + segmentsOf(this.#state).filter((r) => r.state === "DANGLING").length;
+    this.#reportGauges(segments);
     if (this.#journal.size > COMPACT_BYTES) await this.compact();
+    this.#lastPass = report;
     return report;
+  }
+
+  #reportGauges(segments: SegmentFiles[]): void {
+    const obs = this.#env.observer;
+    if (!obs) return;
+    let danglingCount = 0;
+    let danglingBytes = 0;
+    let remoteBytes = 0;
+    for (const [g] of this.#state.segments) {
+      for (const r of segmentsOf(this.#state, g)) {
+        if (r.state === "DANGLING" || r.state === "DELETE_SEGMENT_STARTED") {
+          if (r.deleteCause !== "retention") {
+            danglingCount++;
+            danglingBytes += segments.find((s) => s.start === r.start)?.logSize ?? 0;
+          }
+        }
+        if (r.state === "COPY_SEGMENT_FINISHED") remoteBytes += r.meta?.size ?? 0;
+      }
+    }
+    const { stream, topic, partition } = this.id;
+    obs.dangling?.(stream, topic, partition, danglingCount, danglingBytes);
+    obs.partitionBytes?.(
+      stream,
+      topic,
+      partition,
+      segments.reduce((n, s) => n + s.logSize, 0),
+      remoteBytes,
+      this.#state.floor,
+    );
   }
 
   /** Rewrites the journal as a snapshot of the current state. */
   async compact(): Promise<void> {
     await this.#journal.compact(snapshotEvents(this.#state, this.#now));
+  }
+
+  /**
+   * A purge restarts a partition's offsets below the floor: the active segment then starts at
+   * or below `tiered_up_to_offset`, which never happens otherwise. Bump the generation.
+   */
+  async #detectPurge(segments: SegmentFiles[]): Promise<void> {
+    const active = segments.at(-1);
+    if (!active || this.#state.floor < 0n || active.start > this.#state.floor) return;
+    const generation = this.#state.generation + 1n;
+    this.#log.warn("partition was purged (offsets restarted below the floor): new generation", {
+      floor: this.#state.floor,
+      active_start: active.start,
+      generation,
+    });
+    await this.#record({ type: "generation", generation, at: this.#now });
   }
 
   /**
@@ -215,22 +351,22 @@ export class PartitionAgent {
     const firstLocal = segments[0].start;
     const next = this.#state.floor + 1n;
     if (next >= firstLocal) return;
-    const blocking = segmentsOf(this.#state).filter((r) =>
-      r.start >= next && r.start < firstLocal && !isCleanedDangling(r)
-    );
-    if (blocking.length > 0) return; // records there still need their own resolution
-    const lostFrom = segmentsOf(this.#state).find((r) => r.start === next && isCleanedDangling(r))
-      ?.start ?? next;
+    const records = segmentsOf(this.#state);
+    if (records.some((r) => r.start >= next && r.start < firstLocal && !isCleanedDangling(r))) {
+      return; // records there still need their own resolution (e.g. a dangling cleanup)
+    }
+    if (this.#state.floor < 0n && records.length === 0 && firstLocal === 0n) return;
     await this.#record({
       type: "lost_before_upload",
-      segment: lostFrom,
+      segment: next,
       generation: this.#state.generation,
       endOffset: firstLocal - 1n,
       at: this.#now,
     });
     report.lost++;
-    this.#log.warn("segment deleted by the broker before it was copied", {
-      lost_from: lostFrom,
+    this.#env.observer?.lostBeforeUpload?.(1);
+    this.#log.warn("offsets deleted by the broker before they were copied", {
+      lost_from: next,
       lost_to: firstLocal - 1n,
     });
   }
@@ -298,6 +434,27 @@ export class PartitionAgent {
     };
   }
 
+  /** Runs a store operation under the deadline tree with backoff and full jitter. */
+  #retrying<T>(deadline: Deadline, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return withRetry(op, {
+      deadline,
+      rng: this.#env.rng,
+      maxMs: this.#env.config.tiered_storage.upload_loop_backoff_max,
+      onRetry: (err, attempt, delayMs) =>
+        this.#log.debug("store operation retried", { attempt, delay_ms: delayMs, err }),
+    });
+  }
+
+  #deadline(ms: number): Deadline {
+    const d = Deadline.after(ms);
+    const outer = this.#env.signal;
+    if (outer) {
+      if (outer.aborted) d.dispose();
+      outer.addEventListener("abort", () => d.dispose(), { once: true });
+    }
+    return d;
+  }
+
   /** Copies one segment; returns its metadata, or undefined when it could not be copied. */
   async #copyOne(
     seg: SegmentFiles,
@@ -308,7 +465,8 @@ export class PartitionAgent {
     try {
       src = await this.#sourceOf(seg, format);
     } catch (err) {
-      // Unreadable (corrupt, or vanished under us): nothing was sent, nothing to clean up.
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined; // broker removed it
+      // Unreadable (corrupt): nothing was sent, nothing to clean up. Loud, and retried next pass.
       report.errors.push(`${seg.logPath}: ${(err as Error).message}`);
       this.#log.error("cannot read sealed segment; not copied", { segment: seg.start, err });
       return undefined;
@@ -316,41 +474,51 @@ export class PartitionAgent {
     const generation = this.#state.generation;
     await this.#record({ type: "copy_started", segment: seg.start, generation, at: this.#now });
     const started = performance.now();
+    const cfg = this.#env.config.tiered_storage;
+    const deadline = this.#deadline(cfg.segment_upload_timeout);
     try {
-      const cfg = this.#env.config.tiered_storage;
-      const outcome = await copySegment(this.#env.store, src, {
-        partSize: cfg.part_size,
-        concurrency: cfg.upload_concurrency,
-        signal: this.#env.signal,
-        onUploadId: (key, uploadId) =>
-          this.#record({
-            type: "multipart_started",
-            segment: seg.start,
-            generation,
-            key,
-            uploadId,
-            at: this.#now,
-          }),
-      });
+      const outcome = await this.#retrying(deadline, (signal) =>
+        copySegment(this.#env.store, src, {
+          partSize: cfg.part_size,
+          concurrency: cfg.upload_concurrency,
+          signal,
+          onUploadId: (key, uploadId) =>
+            this.#record({
+              type: "multipart_started",
+              segment: seg.start,
+              generation,
+              key,
+              uploadId,
+              at: this.#now,
+            }),
+        }));
       await this.#record(finishedEvent(seg.start, generation, src.meta, this.#now));
+      const seconds = (performance.now() - started) / 1000;
       if (outcome === "adopted") report.adopted++;
       else report.copied++;
+      this.#env.observer?.upload?.(
+        outcome === "adopted" ? "adopted" : "ok",
+        seconds,
+        src.meta.size,
+      );
       this.#log.info(outcome === "adopted" ? "segment already in store" : "segment copied", {
         segment: seg.start,
         end_offset: src.meta.endOffset,
         bytes: src.meta.size,
         key: src.keys.log,
-        seconds: Number(((performance.now() - started) / 1000).toFixed(3)),
+        seconds: Number(seconds.toFixed(3)),
       });
       return src.meta;
     } catch (err) {
       report.failed++;
+      if (classify(err) === "retry") report.storeUnreachable = true;
       report.errors.push(`${src.keys.log}: ${(err as Error).message}`);
+      this.#env.observer?.upload?.("failed", (performance.now() - started) / 1000, 0);
       await this.#record({
         type: "dangling",
         segment: seg.start,
         generation,
-        reason: (err as Error).message.slice(0, 500),
+        reason: String((err as Error).message).slice(0, 500),
         at: this.#now,
       });
       this.#log.warn("segment copy failed; dangling until cleaned up", {
@@ -359,6 +527,8 @@ export class PartitionAgent {
         err,
       });
       return undefined;
+    } finally {
+      deadline.dispose();
     }
   }
 
@@ -377,11 +547,11 @@ export class PartitionAgent {
           else report.cleaned++;
           ended++;
         } catch (err) {
+          if (classify(err) === "retry") report.storeUnreachable = true;
           report.errors.push(`cleanup of segment ${rec.start}: ${(err as Error).message}`);
           this.#log.warn("dangling cleanup failed; retried next pass", { segment: rec.start, err });
-          if (
-            getSegment(this.#state, rec.generation, rec.start)?.state === "DELETE_SEGMENT_STARTED"
-          ) {
+          const now = getSegment(this.#state, rec.generation, rec.start);
+          if (now?.state === "DELETE_SEGMENT_STARTED") {
             await this.#record({
               type: "dangling",
               segment: rec.start,
@@ -404,44 +574,58 @@ export class PartitionAgent {
   ): Promise<boolean> {
     const store = this.#env.store;
     const keys = segmentKeys(this.#location(rec.generation), rec.start);
-    if (rec.uploadId && rec.multipartKey) {
-      await store.abortMultipart(rec.multipartKey, rec.uploadId, { signal: this.#env.signal });
-    }
-    const local = segments.find((s) => s.start === rec.start);
-    if (local && format && rec.generation === this.#state.generation) {
-      const src = await this.#sourceOf(local, format).catch(() => undefined);
-      if (src) {
-        const matches = await verifyCopy(store, src, undefined, this.#env.signal).then(
-          () => true,
-          () => false,
+    const deadline = this.#deadline(this.#env.config.tiered_storage.segment_upload_timeout);
+    try {
+      if (rec.uploadId && rec.multipartKey) {
+        await this.#retrying(
+          deadline,
+          (signal) => store.abortMultipart(rec.multipartKey!, rec.uploadId!, { signal }),
         );
-        if (matches) {
-          await this.#record(finishedEvent(rec.start, rec.generation, src.meta, this.#now));
-          this.#log.info("dangling segment adopted: the store holds a complete copy", {
-            segment: rec.start,
-            key: keys.log,
+      }
+      const local = segments.find((s) => s.start === rec.start);
+      if (local && format && rec.generation === this.#state.generation) {
+        const src = await this.#sourceOf(local, format).catch(() => undefined);
+        if (src) {
+          const matches = await this.#retrying(
+            deadline,
+            (signal) => verifyCopy(store, src, undefined, signal),
+          ).then(() => true, (err) => {
+            if (classify(err) === "retry") throw err; // unknown: try again next pass
+            return false;
           });
-          return true;
+          if (matches) {
+            await this.#record(finishedEvent(rec.start, rec.generation, src.meta, this.#now));
+            this.#log.info("dangling segment adopted: the store holds a complete copy", {
+              segment: rec.start,
+              key: keys.log,
+            });
+            return true;
+          }
         }
       }
+      await this.#record({
+        type: "delete_started",
+        segment: rec.start,
+        generation: rec.generation,
+        cause: "dangling",
+        at: this.#now,
+      });
+      const failures = await this.#retrying(
+        deadline,
+        (signal) => store.deleteMany([keys.log, keys.index], { signal }),
+      );
+      if (failures.length > 0) throw failures[0].error;
+      await this.#record({
+        type: "delete_finished",
+        segment: rec.start,
+        generation: rec.generation,
+        at: this.#now,
+      });
+      this.#log.info("dangling segment cleaned up", { segment: rec.start, key: keys.log });
+      return false;
+    } finally {
+      deadline.dispose();
     }
-    await this.#record({
-      type: "delete_started",
-      segment: rec.start,
-      generation: rec.generation,
-      cause: "dangling",
-      at: this.#now,
-    });
-    const failures = await store.deleteMany([keys.log, keys.index], { signal: this.#env.signal });
-    if (failures.length > 0) throw failures[0].error;
-    await this.#record({
-      type: "delete_finished",
-      segment: rec.start,
-      generation: rec.generation,
-      at: this.#now,
-    });
-    this.#log.info("dangling segment cleaned up", { segment: rec.start, key: keys.log });
-    return false;
   }
 
   async #advanceFloor(): Promise<void> {
@@ -466,14 +650,265 @@ export class PartitionAgent {
     }
   }
 
+  /**
+   * Evicts a prefix of verified, sealed segments under the floor while local retention is
+   * exceeded (DESIGN §6): kept index copy and marker first (fsynced), then the broker files,
+   * then the journal records what is actually gone.
+   */
+  async #evictPhase(
+    segments: SegmentFiles[],
+    topic: TopicConfig,
+    report: PartitionPassReport,
+  ): Promise<void> {
+    const generation = this.#state.generation;
+    // Finish evictions a crash or the broker left half done: files gone, not yet recorded.
+    const present = new Set(segments.map((s) => s.start));
+    for (const r of segmentsOf(this.#state)) {
+      if (r.state === "COPY_SEGMENT_FINISHED" && !r.evicted && !present.has(r.start)) {
+        await this.#ensureMarker(r);
+        await this.#record({ type: "evicted", segment: r.start, generation, at: this.#now });
+        report.evicted++;
+      }
+    }
+    const candidates = segments.map((s) => {
+      const r = getSegment(this.#state, generation, s.start);
+      return {
+        start: s.start,
+        endOffset: r?.meta?.endOffset ?? s.start - 1n,
+        size: s.logSize,
+        maxTimestamp: r?.meta?.maxTimestamp ?? 0n,
+        copied: r?.state === "COPY_SEGMENT_FINISHED" && r.meta?.size === s.logSize,
+        sealed: s.sealed,
+      };
+    });
+    const retention = { ageMs: topic.local_retention_age, sizeBytes: topic.local_retention_size };
+    const chosen = chooseEvictions(candidates, this.#state.floor, retention, this.#now);
+    // Under pressure: local retention wants more evicted than the floor allows yet.
+    const wanted = chooseEvictions(
+      candidates.map((c) => ({ ...c, copied: true })),
+      1n << 64n,
+      retention,
+      this.#now,
+    );
+    report.pressured = wanted.length > chosen.length;
+    if (chosen.length === 0 || this.#env.signal?.aborted) return;
+
+    // Re-verify each copy in the store right before its local files go.
+    const ready: SegmentFiles[] = [];
+    for (const c of chosen) {
+      const seg = segments.find((s) => s.start === c.start)!;
+      const rec = getSegment(this.#state, generation, c.start)!;
+      const deadline = this.#deadline(this.#env.config.tiered_storage.segment_upload_timeout);
+      try {
+        await this.#retrying(deadline, (signal) =>
+          verifyCopy(
+            this.#env.store,
+            {
+              logPath: seg.logPath,
+              indexPath: seg.indexPath,
+              keys: segmentKeys(this.#location(), c.start),
+              meta: recordMeta(rec, this.#format!),
+            },
+            undefined,
+            signal,
+          ));
+        await this.#ensureMarker(rec, seg.indexPath);
+        ready.push(seg);
+      } catch (err) {
+        report.errors.push(`eviction of segment ${c.start}: ${(err as Error).message}`);
+        if (classify(err) === "retry") report.storeUnreachable = true;
+        this.#log.warn("not evicting: the remote copy could not be verified", {
+          segment: c.start,
+          err,
+        });
+        break; // keep the evicted set a prefix
+      } finally {
+        deadline.dispose();
+      }
+    }
+    if (ready.length === 0) return;
+
+    if (this.#env.broker) {
+      try {
+        await this.#env.broker.deleteSegments(this.id, ready.length);
+      } catch (err) {
+        report.errors.push(`broker DeleteSegments: ${(err as Error).message}`);
+        this.#log.warn("broker refused DeleteSegments; segments stay local", { err });
+        return;
+      }
+    } else {
+      for (const seg of ready) {
+        // .log first: an .index without its .log is ignored (0.8) or removed (0.9) at boot,
+        // while a .log without its .index would make 0.8 rebuild a broken index.
+        await unlinkIfPresent(seg.logPath);
+        await unlinkIfPresent(seg.indexPath);
+      }
+      await fsyncDir(this.dir);
+    }
+    // Record only what is actually gone (the broker may keep some for its consumers).
+    const after = new Set((await this.#listLocal()).map((s) => s.start));
+    for (const seg of ready) {
+      if (after.has(seg.start)) continue;
+      await unlinkIfPresent(seg.indexPath); // a broker that dropped the .log may leave this
+      await this.#record({ type: "evicted", segment: seg.start, generation, at: this.#now });
+      report.evicted++;
+    }
+    if (report.evicted > 0) {
+      this.#env.observer?.evicted?.(report.evicted);
+      this.#log.info("segments evicted locally", {
+        count: report.evicted,
+        up_to_offset: this.#state.floor,
+      });
+    }
+  }
+
+  /** Writes the kept index copy (when the broker's is at hand) and the marker, durably. */
+  async #ensureMarker(rec: SegmentRecord, brokerIndex?: string): Promise<void> {
+    const paths = markerPaths(this.stateDir, rec.start);
+    if (brokerIndex) {
+      try {
+        await keepIndexCopy(brokerIndex, paths.index);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+    }
+    const m = rec.meta!;
+    await writeMarker(paths.marker, {
+      flags: 0,
+      startOffset: rec.start,
+      endOffset: m.endOffset,
+      size: BigInt(m.size),
+      indexSize: BigInt(m.indexSize),
+      startTimestamp: m.startTimestamp,
+      endTimestamp: m.endTimestamp,
+      maxTimestamp: m.maxTimestamp,
+      incarnation: this.#state.incarnation!,
+      generation: rec.generation,
+      logChecksum: BigInt("0x" + m.checksum),
+    });
+  }
+
+  /**
+   * Total retention on remote copies (DESIGN §6): oldest first, bounded per pass and per
+   * partition, never at or after the lowest stored consumer offset.
+   */
+  async #retentionPhase(
+    segments: SegmentFiles[],
+    topic: TopicConfig,
+    options: { partitionsInTopic?: number; deleteBudget?: DeleteBudget },
+    report: PartitionPassReport,
+  ): Promise<void> {
+    if (!Number.isFinite(topic.message_expiry) && !Number.isFinite(topic.max_topic_size)) return;
+    const cfg = this.#env.config.tiered_storage;
+    const budget = options.deleteBudget ?? { remaining: cfg.delete_batch_per_pass };
+    const generation = this.#state.generation;
+    const records = segmentsOf(this.#state);
+    const pending = records.filter((r) => r.state === "DELETE_SEGMENT_STARTED").length;
+    const barrier = await readConsumerBarrier(this.dir);
+    if (barrier.bad.length > 0) {
+      this.#log.warn("unreadable consumer offset file: remote deletion paused", {
+        files: barrier.bad,
+      });
+    }
+    // Resume deletions a crash interrupted, then choose new ones.
+    const resume = records.filter((r) => r.state === "DELETE_SEGMENT_STARTED");
+    const remote = records.filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta);
+    const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta!.size : 0), 0) +
+      segments.reduce((n, s) => n + s.logSize, 0);
+    const share = topic.max_topic_size / Math.max(1, options.partitionsInTopic ?? 1);
+    const limit = Math.max(
+      0,
+      Math.min(budget.remaining, cfg.delete_pending_per_partition - pending),
+    );
+    const chosen = chooseRetentionDeletes(
+      remote.map((r) => ({
+        start: r.start,
+        endOffset: r.meta!.endOffset,
+        size: r.meta!.size,
+        maxTimestamp: r.meta!.maxTimestamp,
+        evicted: r.evicted,
+      })),
+      totalBytes,
+      { expiryMs: topic.message_expiry, maxBytes: share },
+      this.#now,
+      (end) => deletableUnder(barrier, end),
+      limit,
+    );
+    for (const c of chosen) {
+      await this.#record({
+        type: "delete_started",
+        segment: c.start,
+        generation,
+        cause: "retention",
+        at: this.#now,
+      });
+    }
+    const toDelete = [
+      ...resume,
+      ...chosen.map((c) => getSegment(this.#state, generation, c.start)!),
+    ];
+    for (const r of toDelete) {
+      if (budget.remaining <= 0 || this.#env.signal?.aborted) break;
+      const keys = segmentKeys(this.#location(r.generation), r.start);
+      const deadline = this.#deadline(cfg.segment_upload_timeout);
+      try {
+        const failures = await this.#retrying(
+          deadline,
+          (signal) => this.#env.store.deleteMany([keys.log, keys.index], { signal }),
+        );
+        if (failures.length > 0) throw failures[0].error;
+        budget.remaining -= 2;
+        await this.#record({
+          type: "delete_finished",
+          segment: r.start,
+          generation: r.generation,
+          at: this.#now,
+        });
+        await unlinkIfPresent(markerPaths(this.stateDir, r.start).marker);
+        await unlinkIfPresent(markerPaths(this.stateDir, r.start).index);
+        report.remoteDeleted++;
+      } catch (err) {
+        if (classify(err) === "retry") report.storeUnreachable = true;
+        report.errors.push(`retention delete of segment ${r.start}: ${(err as Error).message}`);
+        this.#log.warn("remote retention delete failed; retried next pass", {
+          segment: r.start,
+          err,
+        });
+        break;
+      } finally {
+        deadline.dispose();
+      }
+    }
+    if (report.remoteDeleted > 0) {
+      this.#env.observer?.remoteDeleted?.(report.remoteDeleted);
+      this.#log.info("remote segments deleted by total retention", {
+        count: report.remoteDeleted,
+      });
+    }
+  }
+
   /** Closes the journal. */
   async close(): Promise<void> {
     await this.#journal.close();
   }
 }
 
+async function unlinkIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
 function isCleanedDangling(r: SegmentRecord): boolean {
   return r.state === "DELETE_SEGMENT_FINISHED" && r.deleteCause === "dangling";
+}
+
+/** The object metadata a finished record describes. */
+function recordMeta(r: SegmentRecord, format: FormatName): SegmentMeta {
+  const m = r.meta!;
+  return { ...m, format, checksum: BigInt("0x" + m.checksum) };
 }
 
 function finishedEvent(

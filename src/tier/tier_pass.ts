@@ -1,9 +1,17 @@
-// One pass of the tier worker over every tiered partition: discover, copy, clean dangling,
-// advance floors. Partitions run concurrently up to `upload_concurrency`, one pass each.
+// The tier worker's pass over every tiered partition: discover, then per partition copy, clean
+// dangling, evict and apply retention. Partitions under local-storage pressure go first; the
+// number running at once scales with the backlog, between 1 and `upload_concurrency`.
+import { resolveEvictVia } from "../config/schema.ts";
 import type { Config, TopicConfig } from "../config/schema.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionId } from "../partition/layout.ts";
-import { PartitionAgent, type PartitionPassReport, type TierEnv } from "./partition_agent.ts";
+import { BrokerClient } from "./broker_client.ts";
+import {
+  type DeleteBudget,
+  PartitionAgent,
+  type PartitionPassReport,
+  type TierEnv,
+} from "./partition_agent.ts";
 
 /** What a whole pass did, summed over partitions. */
 export interface PassReport {
@@ -13,8 +21,12 @@ export interface PassReport {
   failed: number;
   cleaned: number;
   lost: number;
+  evicted: number;
+  remoteDeleted: number;
   pending: number;
   errors: string[];
+  /** Store faults kept work from finishing (uploads are stalled). */
+  storeUnreachable: boolean;
 }
 
 /** The configured topic for a partition, when tiering is on for it. */
@@ -28,65 +40,132 @@ export function tieredTopic(config: Config, id: PartitionId): TopicConfig | unde
 export class TierWorker {
   #env: TierEnv;
   #agents = new Map<string, PartitionAgent>();
+  #running?: Promise<PassReport>;
 
   constructor(env: TierEnv) {
-    this.#env = env;
+    this.#env = { ...env };
+    if (!env.broker && resolveEvictVia(env.config) === "broker") {
+      this.#env.broker = new BrokerClient(env.config.agent.broker);
+    }
   }
 
-  /** Runs one pass over every tiered partition found now. */
-  async pass(): Promise<PassReport> {
+  /** The agents of the partitions found by the last pass. */
+  get agents(): PartitionAgent[] {
+    return [...this.#agents.values()];
+  }
+
+  /** Runs one pass; a call while a pass runs joins that pass. */
+  pass(): Promise<PassReport> {
+    this.#running ??= this.#pass().finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  async #pass(): Promise<PassReport> {
+    const { config } = this.#env;
     const found = await discoverPartitions(
-      this.#env.config.agent.data_dir,
-      (id) => tieredTopic(this.#env.config, id) !== undefined,
+      config.agent.data_dir,
+      (id) => tieredTopic(config, id) !== undefined,
     );
     const seen = new Set<string>();
     const agents: PartitionAgent[] = [];
     for (const part of found) {
-      const key = part.dir;
-      seen.add(key);
-      let agent = this.#agents.get(key);
+      seen.add(part.dir);
+      let agent = this.#agents.get(part.dir);
+      if (agent && (agent.state.device !== part.device || agent.state.inode !== part.inode)) {
+        await agent.close(); // the directory was recreated: reopen to start a new incarnation
+        agent = undefined;
+      }
       if (!agent) {
         agent = await PartitionAgent.open(this.#env, part);
-        this.#agents.set(key, agent);
+        this.#agents.set(part.dir, agent);
       }
       agents.push(agent);
     }
-    for (const [key, agent] of this.#agents) {
-      if (!seen.has(key)) {
+    for (const [dir, agent] of this.#agents) {
+      if (!seen.has(dir)) {
         this.#env.logger.info("partition directory gone; its work stops", {
           partition: agent.label,
         });
         await agent.close();
-        this.#agents.delete(key);
+        this.#agents.delete(dir);
       }
     }
+    // Pressured partitions first, then those with the most waiting work.
+    agents.sort((a, b) =>
+      Number(b.lastPass?.pressured ?? false) - Number(a.lastPass?.pressured ?? false) ||
+      (b.lastPass?.pending ?? 1) - (a.lastPass?.pending ?? 1)
+    );
+    const perTopic = new Map<string, number>();
+    for (const a of agents) {
+      const k = `${a.id.stream}/${a.id.topic}`;
+      perTopic.set(k, (perTopic.get(k) ?? 0) + 1);
+    }
+    const budget: DeleteBudget = { remaining: config.tiered_storage.delete_batch_per_pass };
+    const backlog = agents.filter((a) => (a.lastPass?.pending ?? 1) > 0).length;
+    const width = Math.max(1, Math.min(config.tiered_storage.upload_concurrency, backlog));
     const reports: PartitionPassReport[] = [];
-    const width = Math.max(1, this.#env.config.tiered_storage.upload_concurrency);
     let next = 0;
     const lane = async () => {
       while (next < agents.length && !this.#env.signal?.aborted) {
         const agent = agents[next++];
-        reports.push(await agent.pass());
+        const topic = tieredTopic(config, agent.id)!;
+        try {
+          reports.push(
+            await agent.pass(topic, {
+              partitionsInTopic: perTopic.get(`${agent.id.stream}/${agent.id.topic}`),
+              deleteBudget: budget,
+            }),
+          );
+        } catch (err) {
+          // A partition that disappeared mid-pass (or a local I/O failure) stops only itself.
+          this.#env.logger.error("partition pass failed", { partition: agent.label, err });
+          reports.push(failedReport(agent, err));
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(width, agents.length) }, lane));
     reports.sort((a, b) => a.partition.localeCompare(b.partition));
     const sum = (f: (r: PartitionPassReport) => number) => reports.reduce((n, r) => n + f(r), 0);
-    return {
+    const report: PassReport = {
       partitions: reports,
       copied: sum((r) => r.copied),
       adopted: sum((r) => r.adopted),
       failed: sum((r) => r.failed),
       cleaned: sum((r) => r.cleaned),
       lost: sum((r) => r.lost),
+      evicted: sum((r) => r.evicted),
+      remoteDeleted: sum((r) => r.remoteDeleted),
       pending: sum((r) => r.pending),
       errors: reports.flatMap((r) => r.errors),
+      storeUnreachable: reports.some((r) => r.storeUnreachable),
     };
+    this.#env.observer?.stalled?.(report.storeUnreachable && report.pending > 0 ? 1 : 0);
+    return report;
   }
 
-  /** Closes every partition's journal. */
+  /** Waits for a running pass, then closes every partition's journal. */
   async close(): Promise<void> {
+    await this.#running?.catch(() => {});
     for (const agent of this.#agents.values()) await agent.close();
     this.#agents.clear();
   }
+}
+
+function failedReport(agent: PartitionAgent, err: unknown): PartitionPassReport {
+  return {
+    partition: agent.label,
+    copied: 0,
+    adopted: 0,
+    failed: 0,
+    cleaned: 0,
+    lost: 0,
+    evicted: 0,
+    remoteDeleted: 0,
+    pending: 0,
+    pressured: false,
+    floor: agent.state.floor,
+    gaps: [],
+    errors: [`partition ${agent.label}: ${(err as Error).message}`],
+    storeUnreachable: false,
+  };
 }

@@ -48,8 +48,16 @@ async function assertCopied(
     }, seg.startOffset);
     const log = await readFile(seg.logPath);
     const index = await readFile(seg.indexPath);
-    assert.deepEqual(new Uint8Array((await store.get(keys.log)).bytes), new Uint8Array(log), keys.log);
-    assert.deepEqual(new Uint8Array((await store.get(keys.index)).bytes), new Uint8Array(index), keys.index);
+    assert.deepEqual(
+      new Uint8Array((await store.get(keys.log)).bytes),
+      new Uint8Array(log),
+      keys.log,
+    );
+    assert.deepEqual(
+      new Uint8Array((await store.get(keys.index)).bytes),
+      new Uint8Array(index),
+      keys.index,
+    );
     const meta = fromUserMetadata(keys.log, (await store.head(keys.log)).metadata);
     assert.equal(meta.endOffset, seg.endOffset);
     assert.equal(meta.size, log.length);

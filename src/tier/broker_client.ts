@@ -1,0 +1,98 @@
+// The two routes of Iggy's HTTP API that `evict_via = "broker"` uses (DESIGN §2): log in
+// (password or personal access token) and DeleteSegments, which drops the N oldest sealed
+// segments of a partition so the broker's own view stays true.
+import type { BrokerConfig } from "../config/schema.ts";
+import type { PartitionId } from "../partition/layout.ts";
+
+/** The broker refused or failed a request; the message never carries credentials. */
+export class BrokerError extends Error {
+  override readonly name = "BrokerError";
+  constructor(message: string, readonly status?: number) {
+    super(message);
+  }
+}
+
+type Fetch = (input: string, init: RequestInit) => Promise<Response>;
+
+/** A logged-in client of the broker's HTTP API; logs in again when the token is refused. */
+export class BrokerClient {
+  #cfg: BrokerConfig;
+  #fetch: Fetch;
+  #token?: string;
+
+  constructor(cfg: BrokerConfig, fetchFn: Fetch = fetch) {
+    this.#cfg = cfg;
+    this.#fetch = fetchFn;
+  }
+
+  #url(path: string): string {
+    return this.#cfg.http_url.replace(/\/+$/, "") + path;
+  }
+
+  async #login(): Promise<string> {
+    const pat = this.#cfg.personal_access_token;
+    const [path, body] = pat !== ""
+      ? ["/personal-access-tokens/login", { token: pat }]
+      : ["/users/login", { username: this.#cfg.username, password: this.#cfg.password }];
+    let res: Response;
+    try {
+      res = await this.#fetch(this.#url(path), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new BrokerError(`broker ${this.#cfg.http_url} unreachable: ${(err as Error).message}`);
+    }
+    const text = await res.text();
+    if (!res.ok) {
+      throw new BrokerError(`broker login at ${path} refused with HTTP ${res.status}`, res.status);
+    }
+    let token: unknown;
+    try {
+      const json = JSON.parse(text) as { access_token?: { token?: unknown } | string };
+      token = typeof json.access_token === "string" ? json.access_token : json.access_token?.token;
+    } catch {
+      token = undefined;
+    }
+    if (typeof token !== "string" || token === "") {
+      throw new BrokerError(`broker login at ${path} answered without an access token`);
+    }
+    return token;
+  }
+
+  /**
+   * Asks the broker to delete the `count` oldest sealed segments of a partition. The broker
+   * may keep some (consumer barrier); the caller confirms from the directory what is gone.
+   */
+  async deleteSegments(id: PartitionId, count: number): Promise<void> {
+    const path = `/streams/${id.stream}/topics/${id.topic}/partitions/${id.partition}` +
+      `?segments_count=${count}`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      this.#token ??= await this.#login();
+      let res: Response;
+      try {
+        res = await this.#fetch(this.#url(path), {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${this.#token}` },
+        });
+      } catch (err) {
+        throw new BrokerError(
+          `broker ${this.#cfg.http_url} unreachable: ${(err as Error).message}`,
+        );
+      }
+      await res.body?.cancel();
+      if (res.status === 401 && attempt === 0) {
+        this.#token = undefined; // expired: log in once more
+        continue;
+      }
+      if (!res.ok) {
+        throw new BrokerError(
+          `broker DeleteSegments ${path} failed with HTTP ${res.status}`,
+          res.status,
+        );
+      }
+      return;
+    }
+  }
+}

@@ -1,0 +1,97 @@
+// Pure decisions of the tier worker (DESIGN §6): which local segments to evict and which
+// remote copies total retention deletes. Kept free of I/O so property tests can hammer them.
+
+/** A local segment as eviction sees it. */
+export interface EvictionCandidate {
+  start: bigint;
+  endOffset: bigint;
+  /** Bytes of the local `.log`. */
+  size: number;
+  /** Max message timestamp, µs. */
+  maxTimestamp: bigint;
+  /** COPY_SEGMENT_FINISHED (verified in the store). */
+  copied: boolean;
+  sealed: boolean;
+}
+
+/** Local retention of a topic: "unlimited" is Infinity. */
+export interface LocalRetention {
+  /** ms; evict once `now - maxTimestamp >= age`. */
+  ageMs: number;
+  /** bytes; evict oldest while the partition's local bytes exceed this. */
+  sizeBytes: number;
+}
+
+/** At most this many segments are evicted per partition per pass. */
+export const MAX_EVICTIONS_PER_PASS = 16;
+
+/**
+ * Chooses the segments to evict: a prefix of the local chain (oldest first) of sealed, copied
+ * segments ending at or below `floor`, while local retention is exceeded; at most 16.
+ */
+export function chooseEvictions(
+  local: EvictionCandidate[],
+  floor: bigint,
+  retention: LocalRetention,
+  nowMs: number,
+): EvictionCandidate[] {
+  if (!Number.isFinite(retention.ageMs) && !Number.isFinite(retention.sizeBytes)) return [];
+  let localBytes = local.reduce((n, s) => n + s.size, 0);
+  const out: EvictionCandidate[] = [];
+  for (const seg of local) {
+    if (out.length >= MAX_EVICTIONS_PER_PASS) break;
+    if (!seg.sealed || !seg.copied || seg.endOffset > floor) break; // prefix only
+    const ageMs = nowMs - Number(seg.maxTimestamp / 1000n);
+    const tooOld = ageMs >= retention.ageMs;
+    const tooBig = localBytes > retention.sizeBytes;
+    if (!tooOld && !tooBig) break;
+    out.push(seg);
+    localBytes -= seg.size;
+  }
+  return out;
+}
+
+/** A remote copy as total retention sees it. */
+export interface RetentionCandidate {
+  start: bigint;
+  endOffset: bigint;
+  size: number;
+  maxTimestamp: bigint;
+  /** Local files are gone: deleting the copy frees the partition's last copy of the data. */
+  evicted: boolean;
+}
+
+/** Total retention of a topic (applied to remote copies). */
+export interface TotalRetention {
+  /** ms; `message_expiry`. */
+  expiryMs: number;
+  /** bytes per partition (the topic's `max_topic_size` divided among its partitions). */
+  maxBytes: number;
+}
+
+/**
+ * Chooses remote copies to delete, oldest first: expired ones, then oldest evicted ones while
+ * the partition holds more than its share. Stops at the first segment the barrier protects
+ * (`deletable` false) and after `limit` segments.
+ */
+export function chooseRetentionDeletes(
+  remote: RetentionCandidate[],
+  totalBytes: number,
+  retention: TotalRetention,
+  nowMs: number,
+  deletable: (endOffset: bigint) => boolean,
+  limit: number,
+): RetentionCandidate[] {
+  if (!Number.isFinite(retention.expiryMs) && !Number.isFinite(retention.maxBytes)) return [];
+  const out: RetentionCandidate[] = [];
+  let bytes = totalBytes;
+  for (const seg of remote) {
+    if (out.length >= limit || !deletable(seg.endOffset)) break;
+    const expired = nowMs - Number(seg.maxTimestamp / 1000n) >= retention.expiryMs;
+    const oversize = seg.evicted && bytes > retention.maxBytes;
+    if (!expired && !oversize) break; // oldest first: keep the chain a suffix
+    out.push(seg);
+    if (seg.evicted) bytes -= seg.size;
+  }
+  return out;
+}
