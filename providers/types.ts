@@ -146,7 +146,10 @@ export interface ObjectStore {
   ): Promise<PutResult>;
   /** Aborting an unknown or finished upload is not a failure. */
   abortMultipart(key: string, uploadId: string, options?: { signal?: AbortSignal }): Promise<void>;
-  listMultipartUploads(prefix: string, options?: { signal?: AbortSignal }): Promise<MultipartUpload[]>;
+  listMultipartUploads(
+    prefix: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<MultipartUpload[]>;
   /** Releases connections, timers and servers owned by the store. */
   close?(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 // Opens the object store the config names, with the key prefix that goes with it.
 import { FsStore } from "../providers/fs/store.ts";
+import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import type { Config } from "./config/schema.ts";
@@ -29,6 +30,26 @@ export function openStore(config: Config): OpenedStore {
       };
     case "sim":
       return { store: new SimStore(), prefix: "iggy", describe: "in-memory sim store" };
+    case "s3": {
+      const s3 = ts.s3;
+      const store = new S3Store({
+        endpoint: s3.endpoint === "" ? undefined : s3.endpoint,
+        region: s3.region,
+        bucket: s3.bucket,
+        credentials: {
+          accessKeyId: s3.access_key,
+          secretAccessKey: s3.secret_key,
+          sessionToken: s3.session_token === "" ? undefined : s3.session_token,
+        },
+        urlStyle: s3.url_style,
+        conditionalComplete: s3.conditional_writes ? "header" : "head",
+      });
+      return {
+        store,
+        prefix: s3.prefix,
+        describe: `s3 ${store.endpoint} bucket '${s3.bucket}'`,
+      };
+    }
     default:
       throw new BackendUnavailableError(
         `backend "${ts.backend}" is not available in this build of tierd`,

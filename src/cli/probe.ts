@@ -1,5 +1,5 @@
 // `tierd probe`: the boot probe alone — one-key LIST against the configured store.
-import { probeStore } from "../probe.ts";
+import { probeStore } from "../../providers/probe.ts";
 import { loadContext, storeFor } from "./context.ts";
 import { parseFlags } from "./main.ts";
 

@@ -3,7 +3,7 @@
 // of the data directory and a periodic scan that backs off while idle.
 import { watch } from "node:fs";
 import type { Logger } from "../log.ts";
-import { probeStore } from "../probe.ts";
+import { probeStore } from "../../providers/probe.ts";
 import { TierWorker } from "../tier/tier_pass.ts";
 import { UsageError } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";

@@ -1,0 +1,149 @@
+// S3's request rules that the in-process stores (fs, sim) enforce the same way, so a caller that
+// passes against them does not first fail against a real bucket: metadata shape, ranges,
+// multipart part numbers and sizes, and ETags.
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { type CompletedPart, StoreError, type UserMetadata } from "./types.ts";
+
+/** S3's smallest part (all parts but the last). */
+export const MIN_PART_SIZE = 5 * 1024 * 1024;
+
+/** S3's largest part number. */
+export const MAX_PART_NUMBER = 10_000;
+
+/**
+ * Refuses metadata outside the contract: lowercase `[a-z0-9-]` names, printable ASCII values.
+ * @throws {StoreError} `Unsupported` with code `InvalidArgument`.
+ */
+export function checkMetadata(metadata: UserMetadata | undefined, op: string, key: string): void {
+  for (const [name, value] of Object.entries(metadata ?? {})) {
+    if (!/^[a-z0-9-]+$/.test(name)) {
+      throw invalidArgument(`metadata name ${JSON.stringify(name)} is not [a-z0-9-]+`, op, key);
+    }
+    if (typeof value !== "string" || !/^[\x20-\x7e]*$/.test(value)) {
+      throw invalidArgument(`metadata ${name} is not a printable ASCII string`, op, key);
+    }
+  }
+}
+
+/**
+ * @throws {StoreError} `Unsupported` with code `InvalidArgument` unless 1 <= n <= 10,000.
+ */
+export function checkPartNumber(partNumber: number, op: string, key: string): void {
+  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PART_NUMBER) {
+    throw invalidArgument(`part number ${partNumber} is not in 1..${MAX_PART_NUMBER}`, op, key);
+  }
+}
+
+/** The typed error for a request no store would accept. */
+export function invalidArgument(message: string, op: string, key?: string): StoreError {
+  return new StoreError("Unsupported", message, { op, key, code: "InvalidArgument" });
+}
+
+/**
+ * The byte span `[start, end)` a ranged get returns from an object of `size` bytes: a range
+ * running past the end is clamped, like S3.
+ * @throws {StoreError} `InvalidRange` when the range starts at or past the end, or is empty.
+ */
+export function resolveRange(
+  range: { start: number; length: number } | undefined,
+  size: number,
+  key: string,
+): [number, number] {
+  if (!range) return [0, size];
+  const { start, length } = range;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 1) {
+    throw new StoreError("InvalidRange", `range ${start}+${length} is not a byte range`, {
+      op: "get",
+      key,
+      code: "InvalidRange",
+    });
+  }
+  if (start >= size) {
+    throw new StoreError("InvalidRange", `range starts at ${start}, object has ${size} bytes`, {
+      op: "get",
+      key,
+      status: 416,
+      code: "InvalidRange",
+    });
+  }
+  return [start, Math.min(size, start + length)];
+}
+
+/** Removes the quotes HTTP puts around an ETag. */
+export function bareEtag(etag: string): string {
+  return etag.replace(/^(W\/)?"(.*)"$/, "$2");
+}
+
+/** Hex MD5 of `bytes`, the ETag of a single-part object. */
+export function md5Hex(bytes: Uint8Array): string {
+  return createHash("md5").update(bytes).digest("hex");
+}
+
+/** S3's multipart ETag: MD5 of the parts' binary MD5s, then `-` and the part count. */
+export function multipartEtag(partEtags: string[]): string {
+  const h = createHash("md5");
+  for (const etag of partEtags) h.update(Uint8Array.from(Buffer.from(etag, "hex")));
+  return `${h.digest("hex")}-${partEtags.length}`;
+}
+
+/** What a store knows about an uploaded part. */
+export interface StoredPart {
+  size: number;
+  etag: string;
+}
+
+/**
+ * Checks a completion request against the uploaded parts and returns the parts in part-number
+ * order, each with its stored size.
+ * @throws {StoreError} `PreconditionFailed` (code `InvalidPart`, `InvalidPartOrder` or
+ * `EntityTooSmall`) when a part is missing, named twice, has another ETag, or a part other than
+ * the last is smaller than `minPartSize`.
+ */
+export function planCompletion(
+  key: string,
+  parts: CompletedPart[],
+  stored: (partNumber: number) => StoredPart | undefined,
+  minPartSize: number,
+): Array<CompletedPart & StoredPart> {
+  const op = "completeMultipart";
+  if (parts.length === 0) {
+    throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
+      op,
+      key,
+      code: "InvalidPart",
+    });
+  }
+  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+  const plan: Array<CompletedPart & StoredPart> = [];
+  for (const [i, part] of sorted.entries()) {
+    if (i > 0 && sorted[i - 1].partNumber === part.partNumber) {
+      throw new StoreError("PreconditionFailed", `part ${part.partNumber} is listed twice`, {
+        op,
+        key,
+        code: "InvalidPartOrder",
+      });
+    }
+    const have = stored(part.partNumber);
+    if (!have || have.etag !== bareEtag(part.etag)) {
+      throw new StoreError(
+        "PreconditionFailed",
+        have
+          ? `part ${part.partNumber} has ETag ${have.etag}, not ${part.etag}`
+          : `part ${part.partNumber} was not uploaded`,
+        { op, key, code: "InvalidPart" },
+      );
+    }
+    plan.push({ partNumber: part.partNumber, etag: have.etag, size: have.size });
+  }
+  for (const part of plan.slice(0, -1)) {
+    if (part.size < minPartSize) {
+      throw new StoreError(
+        "PreconditionFailed",
+        `part ${part.partNumber} has ${part.size} bytes; all parts but the last need ${minPartSize}`,
+        { op, key, code: "EntityTooSmall" },
+      );
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,222 @@
+// Shared retry plumbing for store calls (DESIGN §6): exponential backoff with full jitter, a tree
+// of deadlines, and one retry loop that acts on `classify()` and slows down when throttled.
+// Time and randomness are injected so tests never sleep.
+import { clearTimeout, setTimeout } from "node:timers";
+import { classify, StoreError } from "./types.ts";
+
+/** The time source deadlines and sleeps run on; tests pass a fake one. */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /**
+   * Calls `fn` after `ms` milliseconds and returns a function that cancels the call.
+   * `unref` timers do not keep the process alive.
+   */
+  setTimer(ms: number, fn: () => void, options?: { unref?: boolean }): () => void;
+}
+
+/** The real clock: `Date.now()` and Node-compatible timers (Deno and Bun alike). */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(ms, fn, options) {
+    const timer = setTimeout(fn, ms);
+    if (options?.unref) timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+/**
+ * Waits `ms` milliseconds on `clock`, or rejects with the signal's reason once it aborts.
+ * @param ms how long to wait
+ * @param signal aborts the wait
+ * @param clock the time source
+ * @default clock systemClock
+ */
+export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClock): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason);
+    };
+    const cancel = clock.setTimer(Math.max(0, ms), () => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    });
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Options of {@linkcode backoffDelay}. */
+export interface BackoffOptions {
+  /** The delay cap of the first retry, doubled each attempt. @default 100 */
+  baseMs?: number;
+  /** The largest cap. @default 10000 */
+  maxMs?: number;
+  /** Uniform numbers in [0, 1). @default Math.random */
+  rng?: () => number;
+}
+
+/**
+ * The delay before retry number `attempt` (0 for the first retry): exponential backoff with
+ * full jitter, uniform in `[0, min(maxMs, baseMs × 2^attempt))`.
+ * @param attempt how many retries came before this one
+ * @returns milliseconds to wait
+ * @example
+ * backoffDelay(3, { rng: () => 0.5 }); // 400: half of 100 × 2³
+ */
+export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
+  const { baseMs = 100, maxMs = 10_000, rng = Math.random } = options;
+  const cap = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt));
+  return rng() * cap;
+}
+
+/**
+ * A point in time an operation must finish by, in a tree: a child never outlives its parent,
+ * and cancelling a parent cancels its children. `signal` aborts at the deadline (a
+ * `TimeoutError`) or on {@linkcode Deadline.cancel} (the given reason).
+ * @example
+ * const segment = Deadline.after(600_000); // segment_upload_timeout
+ * const request = segment.child(30_000); // at most 30 s, and never past the segment's deadline
+ * await store.put(key, body, { signal: request.signal });
+ */
+export class Deadline {
+  readonly #controller = new AbortController();
+  #signal?: AbortSignal;
+  #cancelTimer?: () => void;
+
+  private constructor(
+    /** When the deadline passes, in the clock's milliseconds; `Infinity` for never. */
+    readonly at: number,
+    readonly clock: Clock,
+    readonly parent?: Deadline,
+  ) {}
+
+  /**
+   * A deadline `ms` from now, capped by `parent`'s.
+   * @param ms milliseconds from now; `Infinity` for no limit of its own
+   * @param parent the deadline this one lives under
+   * @param options.clock the time source; by default the parent's, else the system clock
+   */
+  static after(ms: number, parent?: Deadline, options: { clock?: Clock } = {}): Deadline {
+    const clock = options.clock ?? parent?.clock ?? systemClock;
+    const at = Math.min(clock.now() + ms, parent?.at ?? Infinity);
+    return new Deadline(at, clock, parent);
+  }
+
+  /** A child deadline `ms` from now, never later than this one. */
+  child(ms: number): Deadline {
+    return Deadline.after(ms, this);
+  }
+
+  /** Milliseconds left, 0 once passed. */
+  remaining(): number {
+    return Math.max(0, this.at - this.clock.now());
+  }
+
+  /** True once the deadline has passed or it (or an ancestor) was cancelled. */
+  expired(): boolean {
+    return this.remaining() === 0 || this.#cancelled();
+  }
+
+  #cancelled(): boolean {
+    const parent = this.parent;
+    return this.#controller.signal.aborted || (parent !== undefined && parent.#cancelled());
+  }
+
+  /** Aborts this deadline's signal, and its children's, now. */
+  cancel(reason: unknown = new DOMException("cancelled", "AbortError")): void {
+    this.#controller.abort(reason);
+  }
+
+  /**
+   * Aborts when the deadline passes or it (or an ancestor) is cancelled. The timer behind it
+   * does not keep the process alive; `dispose()` releases it early.
+   */
+  get signal(): AbortSignal {
+    if (this.#signal) return this.#signal;
+    const sources = [this.#controller.signal];
+    if (this.parent) sources.push(this.parent.#cancelSignal());
+    if (Number.isFinite(this.at)) {
+      const timeout = new AbortController();
+      const expire = () => timeout.abort(new DOMException("deadline exceeded", "TimeoutError"));
+      const left = this.remaining();
+      if (left === 0) expire();
+      else this.#cancelTimer = this.clock.setTimer(left, expire, { unref: true });
+      sources.push(timeout.signal);
+    }
+    this.#signal = AbortSignal.any(sources);
+    return this.#signal;
+  }
+
+  /** The signal of cancellation only (children have their own, earlier timers). */
+  #cancelSignal(): AbortSignal {
+    return this.parent
+      ? AbortSignal.any([this.#controller.signal, this.parent.#cancelSignal()])
+      : this.#controller.signal;
+  }
+
+  /** Releases the timer behind `signal`; the deadline still reports `expired()` correctly. */
+  dispose(): void {
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** Options of {@linkcode withRetry}. */
+export interface RetryOptions extends BackoffOptions {
+  /** Retries happen only while `now + backoff` fits this deadline; `op` is aborted at it. */
+  deadline: Deadline;
+  /** Waits between attempts. @default sleep on the deadline's clock */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Called before each wait: the error, the attempt that failed (1-based) and the delay. */
+  onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
+  /** Called on each `Throttled` error, so the caller can slow that operation class. */
+  onThrottle?: (err: StoreError) => void;
+  /** Attempts in all, the first included. @default 10 */
+  maxAttempts?: number;
+}
+
+/**
+ * Runs `op` until it succeeds, retrying errors that `classify()` calls "retry" with backoff
+ * (full jitter), as long as the next attempt can start before the deadline. Each `Throttled`
+ * error doubles the base delay for the rest of this call.
+ * @param op one attempt; gets a signal that aborts at the deadline or on its cancellation
+ * @returns what `op` returned
+ * @throws the last error when it is not retryable, attempts run out, or the deadline is near
+ * @example
+ * const head = await withRetry((signal) => store.head(key, { signal }), {
+ *   deadline: Deadline.after(30_000),
+ *   onThrottle: () => limiter.slowDown("head"),
+ * });
+ */
+export async function withRetry<T>(
+  op: (signal: AbortSignal) => Promise<T>,
+  options: RetryOptions,
+): Promise<T> {
+  const { deadline, maxAttempts = 10, maxMs = 10_000, onRetry, onThrottle } = options;
+  const wait = options.sleep ?? ((ms, signal) => sleep(ms, signal, deadline.clock));
+  let baseMs = options.baseMs ?? 100;
+  // A child with the same deadline, so the timer behind the signal ends with this call.
+  using scope = deadline.child(Infinity);
+  const signal = scope.signal;
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await op(signal);
+    } catch (err) {
+      if (classify(err) !== "retry" || attempt >= maxAttempts || scope.expired()) throw err;
+      if (err instanceof StoreError && err.kind === "Throttled") {
+        baseMs = Math.min(baseMs * 2, maxMs);
+        onThrottle?.(err);
+      }
+      const delayMs = backoffDelay(attempt - 1, { baseMs, maxMs, rng: options.rng });
+      if (delayMs >= scope.remaining()) throw err;
+      onRetry?.(err, attempt, delayMs);
+      await wait(delayMs, signal);
+    }
+  }
+}
