@@ -1,0 +1,151 @@
+// The thin HTTP transport every cloud provider sends through: `fetch` with a per-request
+// timeout, bodies always as bounded `Uint8Array`s with an explicit Content-Length (Deno sends a
+// ReadableStream chunked, which S3 and Azure reject), and whole-body reads that notice
+// truncation. Network failures become `Transport` errors; the caller's abort stays an AbortError.
+import { StoreError } from "./types.ts";
+
+/** The subset of `fetch` the providers use; inject one in tests. */
+export type FetchFn = (input: string, init: RequestInit) => Promise<Response>;
+
+/** One request, already signed: `url` is sent as given. */
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  /** Sent with an explicit Content-Length. PUT and POST without a body send an empty one. */
+  body?: Uint8Array;
+  signal?: AbortSignal;
+  /** Bounds the whole exchange, headers and body. @default 60000 */
+  timeoutMs?: number;
+}
+
+/** A response with its whole body read. */
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+}
+
+/** Where the request belongs, for error messages and `StoreError.detail`. */
+export interface HttpContext {
+  op: string;
+  key?: string;
+  /** Removes secrets from any text that goes into an error message. */
+  redact?: (text: string) => string;
+}
+
+const EMPTY = new Uint8Array(0);
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+class RequestTimeout extends Error {
+  override readonly name = "RequestTimeout";
+}
+
+/**
+ * Sends one HTTP request and reads the whole response body.
+ * @returns the status, headers and body; any status is returned, none is thrown
+ * @throws {StoreError} `Transport` on connection failure, timeout, a reset mid-body or a body
+ *   shorter (or longer) than its Content-Length
+ * @throws the caller's `signal.reason` (an AbortError by default) when `signal` aborts
+ */
+export async function sendHttp(
+  fetchFn: FetchFn,
+  request: HttpRequest,
+  context: HttpContext,
+): Promise<HttpResponse> {
+  const redact = context.redact ?? ((text: string) => text);
+  const where = context.key === undefined ? context.op : `${context.op} ${context.key}`;
+  const fail = (message: string, cause?: unknown, status?: number) => {
+    const text = `${where}: ${message}`;
+    const clean = redact(text);
+    // A cause whose text needed scrubbing would carry the secret along; drop it.
+    const keepCause = cause !== undefined && clean === text;
+    return new StoreError("Transport", clean, {
+      op: context.op,
+      key: context.key,
+      status,
+    }, keepCause ? { cause } : undefined);
+  };
+
+  const outer = request.signal;
+  outer?.throwIfAborted();
+  const controller = new AbortController();
+  const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timer = setTimeout(
+    () => controller.abort(new RequestTimeout(`timed out after ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  const onAbort = () => controller.abort(outer?.reason);
+  outer?.addEventListener("abort", onAbort, { once: true });
+  const rethrow = (err: unknown, during: string, status?: number): never => {
+    if (outer?.aborted) throw outer.reason;
+    const reason = controller.signal.reason;
+    if (reason instanceof RequestTimeout) throw fail(`${reason.message} (${during})`, err, status);
+    throw fail(`${during}: ${errorText(err)}`, err, status);
+  };
+
+  try {
+    const headers: Record<string, string> = { "accept-encoding": "identity", ...request.headers };
+    let body: Uint8Array | undefined = request.body;
+    if (body === undefined && (request.method === "PUT" || request.method === "POST")) {
+      body = EMPTY;
+    }
+    if (body !== undefined) headers["content-length"] = String(body.byteLength);
+
+    let response: Response;
+    try {
+      response = await fetchFn(request.url, {
+        method: request.method,
+        headers,
+        body: body as BodyInit | undefined,
+        redirect: "manual",
+        signal: controller.signal,
+      });
+    } catch (err) {
+      return rethrow(err, "request failed");
+    }
+
+    const status = response.status;
+    if (request.method === "HEAD" || status === 204 || status === 304 || !response.body) {
+      await response.body?.cancel().catch(() => {});
+      return { status, headers: response.headers, body: EMPTY };
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      return rethrow(err, `connection lost while reading the ${status} response body`, status);
+    }
+    const declared = response.headers.get("content-length");
+    if (declared !== null && !response.headers.has("content-encoding")) {
+      const expected = Number(declared);
+      if (Number.isSafeInteger(expected) && expected !== bytes.byteLength) {
+        throw fail(
+          `truncated body: got ${bytes.byteLength} of ${expected} bytes`,
+          undefined,
+          status,
+        );
+      }
+    }
+    return { status, headers: response.headers, body: bytes };
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** A one-line description of a thrown value, following `cause` chains (fetch nests the OS error). */
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    if (current instanceof Error) {
+      if (current.message && !parts.includes(current.message)) parts.push(current.message);
+      current = current.cause;
+    } else {
+      parts.push(String(current));
+      break;
+    }
+  }
+  return parts.join(": ") || "unknown error";
+}

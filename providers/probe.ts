@@ -1,0 +1,106 @@
+// The boot probe (`tierd probe`, readiness): one one-key LIST, and on failure a one-line reason
+// that names what is wrong — the endpoint, the credentials, the bucket or the region. Works on
+// any ObjectStore; S3 answers are refined by their error code.
+import { errorText } from "./http.ts";
+import { type ObjectStore, StoreError } from "./types.ts";
+import { S3ErrorInfo } from "./s3/responses.ts";
+import { S3Store } from "./s3/store.ts";
+
+/** The outcome of {@link probeStore}. */
+export type ProbeResult = { ok: true } | { ok: false; reason: string };
+
+/**
+ * Lists at most one key under `prefix` and explains a failure in one line.
+ * @param store any object store (an {@link S3Store} may switch address style on the way)
+ * @param prefix the key prefix tierd will write under
+ * @returns `{ ok: true }`, or `{ ok: false, reason }` naming the setting to fix
+ */
+export async function probeStore(
+  store: ObjectStore,
+  prefix: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<ProbeResult> {
+  try {
+    if (store instanceof S3Store) await store.probe(prefix, options);
+    else await store.list(prefix, { maxKeys: 1, signal: options.signal });
+    return { ok: true };
+  } catch (err) {
+    if (options.signal?.aborted) throw err;
+    return { ok: false, reason: probeReason(store, err) };
+  }
+}
+
+/** The one-line reason for a failed probe. */
+export function probeReason(store: ObjectStore, err: unknown): string {
+  const target = store instanceof S3Store
+    ? `${store.kind} ${store.endpoint} bucket '${store.bucket}'`
+    : `${store.kind} store`;
+  if (!(err instanceof StoreError)) return `${target}: unexpected failure: ${errorText(err)}`;
+  if (store instanceof S3Store) {
+    const s3 = s3Reason(store, err);
+    if (s3) return s3;
+  }
+  switch (err.kind) {
+    case "Transport":
+      return `endpoint unreachable: ${target}: ${connectionProblem(err)}`;
+    case "Auth":
+      return `credentials rejected by ${target}: ${err.message}`;
+    case "NotFound":
+      return `bucket or root not found: ${target}: ${err.message}`;
+    case "Throttled":
+      return `${target} is throttling requests; try again: ${err.message}`;
+    default:
+      return `${target}: ${err.kind}: ${err.message}`;
+  }
+}
+
+function connectionProblem(err: StoreError): string {
+  const text = errorText(err);
+  if (
+    /dns error|failed to lookup|name or service not known|nodename nor servname|ENOTFOUND|getaddrinfo/i
+      .test(text)
+  ) {
+    return "the host name does not resolve (DNS)";
+  }
+  if (/connection refused|ECONNREFUSED|os error 111/i.test(text)) {
+    return "connection refused (nothing listening at that address and port)";
+  }
+  if (/timed out|timeout/i.test(text)) return "no answer in time (timed out)";
+  if (/certificate|tls|ssl/i.test(text)) return `TLS failed: ${err.message}`;
+  return err.message;
+}
+
+function s3Reason(store: S3Store, err: StoreError): string | undefined {
+  const code = err.detail.code ?? "";
+  const info = err.cause instanceof S3ErrorInfo ? err.cause : undefined;
+  const where = `${store.endpoint} bucket '${store.bucket}'`;
+  switch (code) {
+    case "InvalidAccessKeyId":
+      return `credentials: the access key id is not known to ${store.endpoint} (InvalidAccessKeyId)`;
+    case "SignatureDoesNotMatch":
+      return `credentials: the secret key does not match the access key id at ${store.endpoint} (SignatureDoesNotMatch)`;
+    case "ExpiredToken":
+    case "InvalidToken":
+    case "TokenRefreshRequired":
+      return `credentials: the session token was refused by ${store.endpoint} (${code})`;
+    case "AccessDenied":
+      return `credentials: access denied to ${where}; check the key's permissions (AccessDenied)`;
+    case "RequestTimeTooSkewed":
+      return `clock: this host's clock is too far from ${store.endpoint}'s, even after one correction (RequestTimeTooSkewed)`;
+    case "NoSuchBucket":
+      return `bucket: '${store.bucket}' does not exist at ${store.endpoint} (NoSuchBucket)`;
+    case "AuthorizationHeaderMalformed":
+    case "PermanentRedirect":
+    case "IllegalLocationConstraintException":
+    case "InvalidRegion": {
+      const expected = info?.region && info.region !== store.region
+        ? `; the bucket is in '${info.region}'`
+        : "";
+      return `region: '${store.region}' is wrong for ${where}${expected} (${code})`;
+    }
+  }
+  if (err.kind === "Transport" && err.detail.status === undefined) {
+    return `endpoint unreachable: ${store.endpoint}: ${connectionProblem(err)}`;
+  }
+  return undefined;
+}
