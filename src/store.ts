@@ -1,5 +1,8 @@
 // Opens the object store the config names, with the key prefix that goes with it.
+import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
+import { tokenSourceFromConfig } from "../providers/gcs/credentials.ts";
+import { GcsStore } from "../providers/gcs/store.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
@@ -18,8 +21,8 @@ export class BackendUnavailableError extends Error {
   override readonly name = "BackendUnavailableError";
 }
 
-/** Opens the store of `config.tiered_storage.backend`. */
-export function openStore(config: Config): OpenedStore {
+/** Opens the store of `config.tiered_storage.backend` (loading GCS credentials if needed). */
+export async function openStore(config: Config): Promise<OpenedStore> {
   const ts = config.tiered_storage;
   switch (ts.backend) {
     case "fs":
@@ -48,6 +51,31 @@ export function openStore(config: Config): OpenedStore {
         store,
         prefix: s3.prefix,
         describe: `s3 ${store.endpoint} bucket '${s3.bucket}'`,
+      };
+    }
+    case "gcs": {
+      const gcs = ts.gcs;
+      const store = new GcsStore({
+        bucket: gcs.bucket,
+        endpoint: gcs.endpoint === "" ? undefined : gcs.endpoint,
+        tokens: await tokenSourceFromConfig(gcs),
+      });
+      const where = gcs.endpoint === "" ? "Google Cloud Storage" : gcs.endpoint;
+      return { store, prefix: gcs.prefix, describe: `gcs ${where} bucket '${gcs.bucket}'` };
+    }
+    case "azure": {
+      const az = ts.azure;
+      const store = new AzureStore({
+        account: az.account,
+        container: az.container,
+        endpoint: az.endpoint === "" ? undefined : az.endpoint,
+        sharedKey: az.shared_key === "" ? undefined : az.shared_key,
+        sasToken: az.sas_token === "" ? undefined : az.sas_token,
+      });
+      return {
+        store,
+        prefix: az.prefix,
+        describe: `azure ${store.endpoint} container '${az.container}'`,
       };
     }
     default:

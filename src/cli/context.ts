@@ -27,6 +27,6 @@ export async function loadContext(configFlag: unknown): Promise<CommandContext> 
 }
 
 /** Opens the configured store; a config with tiering disabled is a usage problem. */
-export function storeFor(ctx: CommandContext): OpenedStore {
+export function storeFor(ctx: CommandContext): Promise<OpenedStore> {
   return openStore(ctx.config);
 }

@@ -6,7 +6,7 @@ import { parseFlags } from "./main.ts";
 export async function probeCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {});
   const ctx = await loadContext(values.config);
-  const { store, prefix, describe } = storeFor(ctx);
+  const { store, prefix, describe } = await storeFor(ctx);
   try {
     const result = await probeStore(store, prefix);
     if (!result.ok) {

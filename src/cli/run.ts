@@ -20,7 +20,7 @@ export async function runCommand(args: string[]): Promise<number> {
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
     );
   }
-  const { store, prefix, describe } = storeFor(ctx);
+  const { store, prefix, describe } = await storeFor(ctx);
   const probe = await probeStore(store, prefix);
   if (!probe.ok) {
     console.error(`tierd: probe failed: ${describe}: ${probe.reason}`);

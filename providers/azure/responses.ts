@@ -1,0 +1,279 @@
+// Pure parsers for Azure Blob answers: blob listings, blob properties, and the mapping of Azure
+// error codes (from `x-ms-error-code`, or the `<Error>` body) and statuses to `StoreError`.
+import {
+  type ListPage,
+  type ObjectHead,
+  type ObjectInfo,
+  StoreError,
+  type StoreErrorKind,
+  type UserMetadata,
+} from "../types.ts";
+import {
+  children,
+  childText,
+  decodeText,
+  parseXml,
+  rootElement,
+  snippet,
+  type XmlNode,
+  XmlSyntaxError,
+} from "../_xml.ts";
+import { parseXmlWithAttributes } from "../_xml_attributes.ts";
+import { bareEtag } from "../_rules.ts";
+import { decodeMetadataName } from "./requests.ts";
+
+/** What an Azure error answer says. */
+export class AzureErrorInfo extends Error {
+  override readonly name = "AzureErrorInfo";
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+    /** The server's clock, from its `Date` header. */
+    readonly serverTime?: Date,
+    readonly requestId?: string,
+  ) {
+    super(message);
+  }
+}
+
+const CODE_KINDS: Record<string, StoreErrorKind> = {
+  BlobNotFound: "NotFound",
+  ContainerNotFound: "NotFound",
+  ResourceNotFound: "NotFound",
+  ContainerBeingDeleted: "NotFound",
+  ConditionNotMet: "PreconditionFailed",
+  BlobAlreadyExists: "PreconditionFailed",
+  InvalidBlockList: "PreconditionFailed",
+  InvalidBlockId: "PreconditionFailed",
+  InvalidRange: "InvalidRange",
+  ServerBusy: "Throttled",
+  TooManyRequests: "Throttled",
+  InternalError: "Transport",
+  OperationTimedOut: "Transport",
+  Md5Mismatch: "Transport",
+  Crc64Mismatch: "Transport",
+  AuthenticationFailed: "Auth",
+  AuthorizationFailure: "Auth",
+  AuthorizationPermissionMismatch: "Auth",
+  AuthorizationResourceTypeMismatch: "Auth",
+  AuthorizationServiceMismatch: "Auth",
+  AuthorizationSourceIPMismatch: "Auth",
+  AuthorizationProtocolMismatch: "Auth",
+  InsufficientAccountPermissions: "Auth",
+  AccountIsDisabled: "Auth",
+  InvalidAuthenticationInfo: "Auth",
+  NoAuthenticationInformation: "Auth",
+  KeyVaultEncryptionKeyNotFound: "Auth",
+  NotImplemented: "Unsupported",
+  FeatureVersionMismatch: "Unsupported",
+};
+
+/** The error kind for an Azure code and HTTP status: the code decides when known. */
+export function errorKind(code: string, status: number): StoreErrorKind {
+  const byCode = CODE_KINDS[code];
+  if (byCode) return byCode;
+  if (status === 429 || status === 503) return "Throttled";
+  if (status >= 500) return status === 501 ? "Unsupported" : "Transport";
+  if (status === 401 || status === 403) return "Auth";
+  if (status === 404) return "NotFound";
+  if (status === 412) return "PreconditionFailed";
+  if (status === 416) return "InvalidRange";
+  if (status === 408) return "Transport";
+  if (status === 409) return "PreconditionFailed";
+  return "Unsupported"; // other 4xx: the request as built is refused; retrying cannot help
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "AuthenticationFailed",
+  404: "ResourceNotFound",
+  409: "Conflict",
+  412: "ConditionNotMet",
+  416: "InvalidRange",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServerBusy",
+};
+
+/**
+ * Reads an error answer: the code from `x-ms-error-code` (the only place a HEAD answer has it),
+ * else from the `<Error>` body (which may start with a BOM), else from the status.
+ */
+export function parseErrorInfo(status: number, headers: Headers, body: Uint8Array): AzureErrorInfo {
+  let code = headers.get("x-ms-error-code")?.trim() ?? "";
+  let message = "";
+  const text = body.byteLength > 0 ? decodeText(body) : "";
+  let unparsed = "";
+  if (text.trim()) {
+    try {
+      const error = rootElement(parseXml(text), "Error");
+      if (error) {
+        code ||= childText(error, "Code")?.trim() ?? "";
+        message = (childText(error, "Message") ?? "").replace(/\s+/g, " ").trim();
+        const detail = childText(error, "AuthenticationErrorDetail")?.trim();
+        if (detail) message += ` (${detail.split("\n")[0]})`;
+      } else {
+        unparsed = snippet(text);
+      }
+    } catch (err) {
+      if (!(err instanceof XmlSyntaxError)) throw err;
+      unparsed = err.snippet;
+    }
+  }
+  code ||= STATUS_CODES[status] ?? `Http${status}`;
+  // Azure's messages end with RequestId and Time lines; the request id is kept apart.
+  message = message.replace(/\s*RequestId:\S*\s*Time:\S*/, "");
+  if (!message) message = unparsed ? `unexpected error body: ${unparsed}` : `HTTP ${status}`;
+  const date = headers.get("date");
+  const serverTime = date && !Number.isNaN(Date.parse(date)) ? new Date(date) : undefined;
+  return new AzureErrorInfo(
+    code,
+    message,
+    status,
+    serverTime,
+    headers.get("x-ms-request-id") ?? undefined,
+  );
+}
+
+/** Builds the typed error for an Azure error answer. `redact` scrubs secrets from the message. */
+export function azureError(
+  info: AzureErrorInfo,
+  op: string,
+  key: string | undefined,
+  redact: (text: string) => string = (t) => t,
+  hint = "",
+): StoreError {
+  const where = key === undefined ? op : `${op} ${key}`;
+  return new StoreError(
+    errorKind(info.code, info.status),
+    redact(`${where}: ${info.status} ${info.code}: ${info.message}${hint}`),
+    { op, key, status: info.status, code: info.code },
+    {
+      cause: new AzureErrorInfo(
+        info.code,
+        redact(info.message),
+        info.status,
+        info.serverTime,
+        info.requestId,
+      ),
+    },
+  );
+}
+
+/** A `Malformed` error for an answer tierd could not read. */
+export function malformed(op: string, key: string | undefined, why: string, text = ""): StoreError {
+  const where = key === undefined ? op : `${op} ${key}`;
+  return new StoreError("Malformed", `${where}: ${why}${text ? `: ${snippet(text)}` : ""}`, {
+    op,
+    key,
+    code: "Malformed",
+  });
+}
+
+function parseDate(text: string | null | undefined): Date | undefined {
+  if (!text) return undefined;
+  const ms = Date.parse(text.trim());
+  return Number.isNaN(ms) ? undefined : new Date(ms);
+}
+
+function parseSize(text: string | null | undefined, op: string, key: string): number {
+  const size = Number(text?.trim());
+  if (
+    text === undefined || text === null || text.trim() === "" || !Number.isSafeInteger(size) ||
+    size < 0
+  ) {
+    throw malformed(op, key, `bad size ${JSON.stringify(text)}`);
+  }
+  return size;
+}
+
+/** The name of a `<Blob>`: `<Name Encoded="true">` carries a percent-encoded name. */
+function blobName(blob: XmlNode, op: string): string {
+  const value = blob["Name"];
+  const node = Array.isArray(value) ? value[0] : value;
+  if (node === undefined) throw malformed(op, undefined, "<Blob> without <Name>");
+  if (typeof node === "string") return node;
+  if (Array.isArray(node)) throw malformed(op, undefined, "bad <Name>");
+  const text = typeof node["#text"] === "string" ? node["#text"] : "";
+  if (node["@Encoded"] !== "true") return text;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw malformed(op, undefined, `bad encoded blob name ${JSON.stringify(text)}`);
+  }
+}
+
+/** One List Blobs page with the marker of the next, raw names included (for upload markers). */
+export interface BlobListing {
+  blobs: ObjectInfo[];
+  nextMarker?: string;
+}
+
+/** Parses `EnumerationResults` from List Blobs. */
+export function parseListBlobs(body: Uint8Array, op = "list"): BlobListing {
+  const text = decodeText(body);
+  let doc: XmlNode;
+  try {
+    doc = parseXmlWithAttributes(text);
+  } catch (err) {
+    if (err instanceof XmlSyntaxError) throw malformed(op, undefined, err.message, text);
+    throw err;
+  }
+  const result = rootElement(doc, "EnumerationResults");
+  if (!result) throw malformed(op, undefined, "expected <EnumerationResults>", text);
+  const [container] = children(result, "Blobs");
+  const blobs = (container ? children(container, "Blob") : []).map((blob) => {
+    const key = blobName(blob, op);
+    const [properties] = children(blob, "Properties");
+    if (!properties) throw malformed(op, key, "<Blob> without <Properties>");
+    const info: ObjectInfo = {
+      key,
+      size: parseSize(childText(properties, "Content-Length"), op, key),
+    };
+    const etag = childText(properties, "Etag");
+    if (etag) info.etag = bareEtag(etag.trim());
+    const modified = parseDate(childText(properties, "Last-Modified"));
+    if (modified) info.lastModified = modified;
+    return info;
+  });
+  const next = childText(result, "NextMarker")?.trim();
+  return next ? { blobs, nextMarker: next } : { blobs };
+}
+
+/** A List Blobs page as a `ListPage`. */
+export function listPage(listing: BlobListing): ListPage {
+  return listing.nextMarker
+    ? { objects: listing.blobs, continuationToken: listing.nextMarker }
+    : { objects: listing.blobs };
+}
+
+/** `x-ms-meta-*` response headers as user metadata (Azure names decoded back to tierd's). */
+export function metadataFromHeaders(headers: Headers): UserMetadata {
+  const metadata: UserMetadata = {};
+  for (const [name, value] of headers) {
+    if (name.startsWith("x-ms-meta-")) metadata[decodeMetadataName(name.slice(10))] = value;
+  }
+  return metadata;
+}
+
+/** A Get Blob Properties answer as an `ObjectHead`. */
+export function parseProperties(key: string, headers: Headers, op = "head"): ObjectHead {
+  const head: ObjectHead = {
+    key,
+    size: parseSize(headers.get("content-length"), op, key),
+    metadata: metadataFromHeaders(headers),
+  };
+  const etag = headers.get("etag");
+  if (etag) head.etag = bareEtag(etag);
+  const modified = parseDate(headers.get("last-modified"));
+  if (modified) head.lastModified = modified;
+  return head;
+}
+
+/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
+export function totalFromContentRange(value: string | null): number | undefined {
+  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
+  return match ? Number(match[1]) : undefined;
+}

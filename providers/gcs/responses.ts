@@ -1,0 +1,245 @@
+// Pure parsers for GCS JSON API answers: object resources (`size` and `generation` arrive as
+// strings), list pages, and the mapping of GCS errors (`{"error": {code, message, errors:
+// [{reason}]}}`, or a bare status from a media download) to `StoreError`.
+import {
+  type ListPage,
+  type ObjectHead,
+  type ObjectInfo,
+  StoreError,
+  type StoreErrorKind,
+  type UserMetadata,
+} from "../types.ts";
+import { childText, decodeText, parseXml, rootElement, snippet } from "../_xml.ts";
+
+/** What a GCS error answer says. */
+export class GcsErrorInfo extends Error {
+  override readonly name = "GcsErrorInfo";
+  constructor(readonly code: string, message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+const REASON_KINDS: Record<string, StoreErrorKind> = {
+  notFound: "NotFound",
+  conditionNotMet: "PreconditionFailed",
+  requestedRangeNotSatisfiable: "InvalidRange",
+  InvalidRange: "InvalidRange",
+  rateLimitExceeded: "Throttled",
+  userRateLimitExceeded: "Throttled",
+  backendError: "Throttled",
+  internalError: "Transport",
+  authError: "Auth",
+  unauthorized: "Auth",
+  forbidden: "Auth",
+  insufficientPermissions: "Auth",
+  accountDisabled: "Auth",
+  userProjectMissing: "Auth",
+  notImplemented: "Unsupported",
+};
+
+/** The error kind for a GCS reason and HTTP status: the reason decides when known. */
+export function errorKind(code: string, status: number): StoreErrorKind {
+  const byCode = REASON_KINDS[code];
+  if (byCode) return byCode;
+  if (status === 429 || status === 503) return "Throttled";
+  if (status >= 500) return status === 501 ? "Unsupported" : "Transport";
+  if (status === 401 || status === 403) return "Auth";
+  if (status === 404) return "NotFound";
+  if (status === 412) return "PreconditionFailed";
+  if (status === 416) return "InvalidRange";
+  if (status === 408 || status === 409) return "Transport";
+  return "Unsupported";
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: "invalid",
+  401: "authError",
+  403: "forbidden",
+  404: "notFound",
+  408: "requestTimeout",
+  409: "conflict",
+  412: "conditionNotMet",
+  416: "requestedRangeNotSatisfiable",
+  429: "rateLimitExceeded",
+  500: "internalError",
+  502: "badGateway",
+  503: "backendError",
+  504: "gatewayTimeout",
+};
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Reads an error answer: the JSON API's error object, an XML `<Error>` (media downloads), or
+ * just the status (a HEAD-like empty body, a plain-text "Not Found").
+ */
+export function parseErrorInfo(status: number, body: Uint8Array): GcsErrorInfo {
+  let code = "";
+  let message = "";
+  const text = body.byteLength > 0 ? decodeText(body).trim() : "";
+  if (text.startsWith("{")) {
+    try {
+      const json: unknown = JSON.parse(text);
+      const error = isRecord(json) ? json.error : undefined;
+      if (isRecord(error)) {
+        message = typeof error.message === "string" ? error.message : "";
+        const first = Array.isArray(error.errors) ? error.errors[0] : undefined;
+        if (isRecord(first) && typeof first.reason === "string") code = first.reason;
+        // OAuth-style errors: {"error": "invalid_token", "error_description": …}
+      } else if (isRecord(json) && typeof json.error === "string") {
+        code = json.error;
+        message = typeof json.error_description === "string" ? json.error_description : "";
+      }
+    } catch {
+      message = `unexpected error body: ${snippet(text)}`;
+    }
+  } else if (text.startsWith("<")) {
+    try {
+      const error = rootElement(parseXml(text), "Error");
+      if (error) {
+        code = childText(error, "Code")?.trim() ?? "";
+        message = childText(error, "Message")?.trim() ?? "";
+      }
+    } catch {
+      message = `unexpected error body: ${snippet(text)}`;
+    }
+  } else if (text) {
+    message = snippet(text);
+  }
+  code ||= STATUS_CODES[status] ?? `Http${status}`;
+  return new GcsErrorInfo(code, message || `HTTP ${status}`, status);
+}
+
+/** Builds the typed error for a GCS error answer. `redact` scrubs secrets from the message. */
+export function gcsError(
+  info: GcsErrorInfo,
+  op: string,
+  key: string | undefined,
+  redact: (text: string) => string = (t) => t,
+  hint = "",
+): StoreError {
+  const where = key === undefined ? op : `${op} ${key}`;
+  return new StoreError(
+    errorKind(info.code, info.status),
+    redact(`${where}: ${info.status} ${info.code}: ${info.message}${hint}`),
+    { op, key, status: info.status, code: info.code },
+    { cause: new GcsErrorInfo(info.code, redact(info.message), info.status) },
+  );
+}
+
+/** A `Malformed` error for an answer tierd could not read. */
+export function malformed(op: string, key: string | undefined, why: string, text = ""): StoreError {
+  const where = key === undefined ? op : `${op} ${key}`;
+  return new StoreError("Malformed", `${where}: ${why}${text ? `: ${snippet(text)}` : ""}`, {
+    op,
+    key,
+    code: "Malformed",
+  });
+}
+
+/** Parses a JSON body. @throws {StoreError} `Malformed` */
+export function parseJson(body: Uint8Array, op: string, key?: string): Record<string, unknown> {
+  const text = decodeText(body);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw malformed(op, key, "not JSON", text);
+  }
+  if (!isRecord(json)) throw malformed(op, key, "not a JSON object", text);
+  return json;
+}
+
+/** An object resource as tierd reads it. */
+export interface GcsObject extends ObjectHead {
+  /** The object's generation (a decimal string: it does not fit a double). */
+  generation: string;
+  contentType?: string;
+  created?: Date;
+}
+
+function parseCount(value: unknown, field: string, op: string, key?: string): number {
+  const n = typeof value === "string" ? Number(value) : typeof value === "number" ? value : NaN;
+  if ((typeof value === "string" && value.trim() === "") || !Number.isSafeInteger(n) || n < 0) {
+    throw malformed(op, key, `bad ${field} ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function parseDate(value: unknown): Date | undefined {
+  if (typeof value !== "string") return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : new Date(ms);
+}
+
+/** An object resource (`storage#object`). */
+export function parseObject(resource: unknown, op: string, key?: string): GcsObject {
+  if (!isRecord(resource)) throw malformed(op, key, "object resource is not an object");
+  const name = resource.name;
+  if (typeof name !== "string" || name === "") {
+    throw malformed(op, key, "object resource without a name");
+  }
+  const generation = resource.generation;
+  if (typeof generation !== "string" && typeof generation !== "number") {
+    throw malformed(op, name, "object resource without a generation");
+  }
+  const metadata: UserMetadata = {};
+  if (isRecord(resource.metadata)) {
+    for (const [k, v] of Object.entries(resource.metadata)) {
+      if (typeof v === "string") metadata[k] = v;
+    }
+  }
+  const object: GcsObject = {
+    key: name,
+    size: parseCount(resource.size, "size", op, name),
+    metadata,
+    generation: String(generation),
+  };
+  if (typeof resource.etag === "string") object.etag = resource.etag;
+  const updated = parseDate(resource.updated);
+  if (updated) object.lastModified = updated;
+  const created = parseDate(resource.timeCreated);
+  if (created) object.created = created;
+  if (typeof resource.contentType === "string") object.contentType = resource.contentType;
+  return object;
+}
+
+/** One list page: the objects and the token of the next page. */
+export interface GcsListing {
+  objects: GcsObject[];
+  nextPageToken?: string;
+}
+
+/** Parses an objects list answer (`storage#objects`). */
+export function parseList(body: Uint8Array, op = "list"): GcsListing {
+  const json = parseJson(body, op);
+  const items = json.items ?? [];
+  if (!Array.isArray(items)) throw malformed(op, undefined, "items is not an array");
+  const objects = items.map((item) => parseObject(item, op));
+  const token = json.nextPageToken;
+  if (token !== undefined && typeof token !== "string") {
+    throw malformed(op, undefined, "nextPageToken is not a string");
+  }
+  return token ? { objects, nextPageToken: token } : { objects };
+}
+
+/** A list page as a `ListPage` (object infos only). */
+export function listPage(listing: GcsListing): ListPage {
+  const objects = listing.objects.map((o): ObjectInfo => {
+    const info: ObjectInfo = { key: o.key, size: o.size };
+    if (o.etag) info.etag = o.etag;
+    if (o.lastModified) info.lastModified = o.lastModified;
+    return info;
+  });
+  return listing.nextPageToken
+    ? { objects, continuationToken: listing.nextPageToken }
+    : { objects };
+}
+
+/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
+export function totalFromContentRange(value: string | null): number | undefined {
+  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
+  return match ? Number(match[1]) : undefined;
+}
