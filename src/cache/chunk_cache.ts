@@ -1,0 +1,756 @@
+// The chunk cache (DESIGN §7): the `RangeReader` the read path uses for remote bytes. It serves
+// reads from content-addressed chunk files, fetches misses with one ranged GET per chunk (single
+// flight), answers cold reads from an exact-range first fetch while the chunk hydrates, reads
+// ahead for sequential readers, and keeps to its budget. Roles live in their own files: geometry
+// (chunks.ts), storage (chunk_store.ts), eviction order and accounting (policy.ts), cold readers
+// (heads.ts), readahead (readahead.ts), stats (stats.ts), fetch slots and bandwidth
+// (fetch_gate.ts, token_bucket.ts).
+import { mkdir, readFile, rm, statfs } from "node:fs/promises";
+import { join } from "node:path";
+import { LRUCache } from "lru-cache";
+import { type Clock, Deadline, systemClock, withRetry } from "../../providers/retry.ts";
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
+import type { TieredStorageConfig } from "../config/schema.ts";
+import { initHashes } from "../hash.ts";
+import { writeFileDurable } from "../state/durable.ts";
+import { decodeAccessTable, encodeAccessTable, type TableEntry } from "./access_table.ts";
+import { CHUNK_BLOCK_SIZE, ChunkCorruptError, chunkFileSize } from "./chunk_format.ts";
+import { chunkName, ChunkStore } from "./chunk_store.ts";
+import {
+  chunkBounds,
+  chunksCovering,
+  FIRST_FETCH_LIMITS,
+  type FirstFetchLimits,
+  firstFetchRange,
+} from "./chunks.ts";
+import { FetchGate, type GateTicket } from "./fetch_gate.ts";
+import { HeadTracker } from "./heads.ts";
+import {
+  type AdmissionKind,
+  EvictionPolicy,
+  type ReaderHeat,
+  type Reservation,
+  type Tier,
+  type Victim,
+} from "./policy.ts";
+import { ReaderTable } from "./readahead.ts";
+import {
+  type CacheStats,
+  type CacheStatsSnapshot,
+  type FetchKind,
+  type FetchOutcome,
+  StatsRecorder,
+} from "./stats.ts";
+import { TokenBucket } from "./token_bucket.ts";
+import {
+  CacheFullError,
+  CacheTimeoutError,
+  type ChunkSource,
+  type RangeReader,
+  type RangeReadOptions,
+} from "./types.ts";
+
+const MiB = 1024 * 1024;
+const TABLE_FILE = "access.table";
+
+/** Options of {@linkcode ChunkCache.open}; the config keys they come from in brackets. */
+export interface ChunkCacheOptions {
+  /** The cache directory, used only by the cache (`cache.path`). */
+  path: string;
+  /** Bytes; `Infinity` leaves only `sizePercent` (`cache.size`). @default Infinity */
+  size?: number;
+  /** Percent of the cache disk's total size (`cache.size_percent`). @default 20 */
+  sizePercent?: number;
+  /** Chunk files at most (`cache.max_objects`). @default 100000 */
+  maxObjects?: number;
+  /**
+   * Nominal chunk size in bytes (`cache.chunk_size`). Any positive size is accepted here, so
+   * tests can use tiny chunks; the config keeps it within 1–64 MiB. @default 8 MiB
+   */
+  chunkSize?: number;
+  /** Readahead cap in chunks; 0 turns readahead off (`cache.readahead_max`). @default 4 */
+  readaheadMax?: number;
+  /** A bulk trim goes down to this percent (`cache.low_watermark_percent`). @default 80 */
+  lowWatermarkPercent?: number;
+  /** Milliseconds between bulk trims (`cache.trim_min_interval`). @default 5000 */
+  trimMinInterval?: number;
+  /** Download bytes per second, shared by all fetches; `Infinity` = no limit
+   * (`tiered_storage.fetch_bandwidth`). @default Infinity */
+  fetchBandwidth?: number;
+  /** Store fetches in flight at most (`tiered_storage.fetch_concurrency`). @default 4 */
+  fetchConcurrency?: number;
+  /**
+   * Milliseconds a read waits for the store before it fails with `CacheTimeoutError`; the
+   * fetch goes on (`tiered_storage.fetch_timeout`). @default Infinity
+   */
+  fetchTimeout?: number;
+  /** Milliseconds one chunk fetch may take, retries included. @default 60000 */
+  chunkFetchDeadline?: number;
+  /** Attempts per chunk fetch, the first included (transient store errors are retried). @default 3 */
+  chunkFetchAttempts?: number;
+  /** Limits of a cold read's exact-range first fetch; `false` turns it off. @default 64 KiB–1 MiB */
+  firstFetch?: FirstFetchLimits | false;
+  /** Milliseconds between saves of the access table. @default 60000 */
+  persistInterval?: number;
+  /** Total bytes of the cache disk; by default from `statfs` of `path`. */
+  diskTotalBytes?: number;
+  /** Bytes per checksummed block of a chunk file. @default 64 KiB */
+  blockSize?: number;
+  /** Time for trims, timeouts, the bandwidth limit and the persist timer. @default systemClock */
+  clock?: Clock;
+  /** Observer of hits, misses, evictions, fetches and usage (for metrics). */
+  stats?: CacheStats;
+}
+
+/**
+ * The cache options a loaded config gives.
+ *
+ * @param ts the `[tiered_storage]` section (its `cache.path` must already be absolute)
+ * @returns options for {@linkcode ChunkCache.open}
+ */
+export function chunkCacheOptions(ts: TieredStorageConfig): ChunkCacheOptions {
+  const c = ts.cache;
+  return {
+    path: c.path,
+    size: c.size,
+    sizePercent: c.size_percent,
+    maxObjects: c.max_objects,
+    chunkSize: c.chunk_size,
+    readaheadMax: c.readahead_max,
+    lowWatermarkPercent: c.low_watermark_percent,
+    trimMinInterval: c.trim_min_interval,
+    fetchBandwidth: ts.fetch_bandwidth,
+    fetchConcurrency: ts.fetch_concurrency,
+    fetchTimeout: ts.fetch_timeout,
+  };
+}
+
+/** A chunk of one object: its index, range and content address. */
+interface ChunkRef {
+  src: ChunkSource;
+  start: number;
+  end: number;
+  name: string;
+}
+
+/** One fetch of a chunk in progress, shared by every reader of that chunk (single flight). */
+interface Flight {
+  chunk: ChunkRef;
+  /** A read waits for it (else it is readahead). */
+  read: boolean;
+  /** Where the chunk enters when it lands. */
+  tier: Tier;
+  heat: ReaderHeat;
+  ticket?: GateTicket;
+  /** The cold read's exact-range first fetch; resolves undefined if it failed. */
+  preview?: { start: number; end: number; bytes: Promise<Uint8Array | undefined> };
+  /** The chunk's bytes once fetched (written to disk unless the disk failed). */
+  done: Promise<Uint8Array>;
+}
+
+/** A readahead fetch that found no room without evicting chunks a reader needs. */
+class PrefetchSkipped extends Error {
+  override readonly name = "PrefetchSkipped";
+}
+
+/**
+ * The local chunk cache for remote reads (DESIGN §7).
+ *
+ * Cold reads: a miss on a chunk with no fetch in flight fetches exactly the wanted bytes (widened
+ * to 64 KiB, when the read wants at most 1 MiB and that is less than half the chunk) to answer
+ * fast, and hydrates the whole chunk with one ranged GET in the background. Concurrent readers of
+ * that chunk issue no GET: they are answered from the first fetch when it covers them, else wait
+ * for the chunk. So a cold chunk costs one chunk GET, plus at most one first fetch.
+ *
+ * @example
+ * const cache = await ChunkCache.open(store, chunkCacheOptions(config.tiered_storage));
+ * const bytes = await cache.read(src, 4096, 65536, { readerId: "consumer-7", signal });
+ * await cache.close();
+ */
+export class ChunkCache implements RangeReader {
+  readonly #store: ObjectStore;
+  readonly #chunks: ChunkStore;
+  readonly #policy: EvictionPolicy;
+  readonly #stats: StatsRecorder;
+  readonly #heads = new HeadTracker();
+  readonly #readers: ReaderTable;
+  readonly #gate: FetchGate;
+  readonly #bucket: TokenBucket;
+  readonly #clock: Clock;
+  readonly #chunkSize: number;
+  readonly #blockSize: number;
+  readonly #firstFetch: FirstFetchLimits | false;
+  readonly #fetchTimeout: number;
+  readonly #chunkDeadline: number;
+  readonly #chunkAttempts: number;
+  readonly #persistInterval: number;
+  readonly #tablePath: string;
+  readonly #geometry = new LRUCache<string, Promise<number[]>>({ max: 4096 });
+  readonly #flights = new Map<string, Flight>();
+  readonly #firstFetches = new Set<Promise<unknown>>();
+  readonly #unlinks = new Map<string, Promise<void>>();
+  readonly #closing = new AbortController();
+  #persisting: Promise<void> = Promise.resolve();
+  #cancelPersistTimer?: () => void;
+  #dirty = false;
+  #closed = false;
+
+  private constructor(
+    store: ObjectStore,
+    options: ChunkCacheOptions,
+    budget: { bytes: number; objects: number },
+  ) {
+    this.#store = store;
+    this.#clock = options.clock ?? systemClock;
+    this.#chunkSize = options.chunkSize ?? 8 * MiB;
+    this.#blockSize = options.blockSize ?? CHUNK_BLOCK_SIZE;
+    this.#chunks = new ChunkStore(options.path, { blockSize: this.#blockSize });
+    this.#stats = new StatsRecorder(options.stats);
+    this.#policy = new EvictionPolicy({
+      ...budget,
+      lowWatermarkPercent: options.lowWatermarkPercent ?? 80,
+      trimMinInterval: options.trimMinInterval ?? 5000,
+    }, { now: () => this.#clock.now(), onChange: (usage) => this.#stats.usage(usage) });
+    this.#readers = new ReaderTable(options.readaheadMax ?? 4);
+    this.#gate = new FetchGate(options.fetchConcurrency ?? 4);
+    this.#bucket = new TokenBucket(options.fetchBandwidth ?? Infinity, { clock: this.#clock });
+    this.#firstFetch = options.firstFetch ?? FIRST_FETCH_LIMITS;
+    this.#fetchTimeout = options.fetchTimeout ?? Infinity;
+    this.#chunkDeadline = options.chunkFetchDeadline ?? 60_000;
+    this.#chunkAttempts = options.chunkFetchAttempts ?? 3;
+    this.#persistInterval = options.persistInterval ?? 60_000;
+    this.#tablePath = join(options.path, TABLE_FILE);
+  }
+
+  /**
+   * Opens the cache in `options.path`: sizes the budget, deletes leftover `.part` files,
+   * reconciles the chunk files with the persisted access table, trims if over budget and starts
+   * the persist timer.
+   *
+   * Reconciliation: table entries whose file is gone are dropped; files not in the table (written
+   * after the last save) are adopted onto the cold list when their header checks out, deleted
+   * otherwise. Their bytes are verified on every read anyway.
+   *
+   * @param store where misses are fetched from
+   * @param options the cache's settings
+   * @returns the open cache
+   * @throws when the directory cannot be created or the budget cannot be sized
+   */
+  static async open(store: ObjectStore, options: ChunkCacheOptions): Promise<ChunkCache> {
+    await initHashes();
+    await mkdir(options.path, { recursive: true });
+    const size = options.size ?? Infinity;
+    const percent = options.sizePercent ?? 20;
+    let disk = options.diskTotalBytes;
+    if (disk === undefined) {
+      const fs = await statfs(options.path);
+      disk = Number(fs.bsize) * Number(fs.blocks);
+    }
+    const bytes = Math.min(size, Math.floor(disk * percent / 100));
+    if (!Number.isFinite(bytes) || bytes <= 0) {
+      throw new RangeError(`cache budget of ${options.path} is not a positive size: ${bytes}`);
+    }
+    const cache = new ChunkCache(store, options, {
+      bytes,
+      objects: options.maxObjects ?? 100_000,
+    });
+    await cache.#boot();
+    return cache;
+  }
+
+  /** The budget in bytes (headers included) and files. */
+  get budget(): { bytes: number; objects: number } {
+    const { bytes, objects } = this.#policy.budget;
+    return { bytes, objects };
+  }
+
+  /**
+   * Bytes `[start, start + length)` of `src`, clamped to its size.
+   *
+   * @param src the remote object
+   * @param start first byte wanted
+   * @param length bytes wanted
+   * @param options `signal` gives up the wait (shared fetches go on); `readerId` names a
+   *   sequential reader for readahead
+   * @returns exactly the object's bytes in the range
+   * @throws {CacheFullError} when no room can be made for a chunk the read needs
+   * @throws {CacheTimeoutError} after `fetchTimeout` ms of waiting for the store
+   * @throws {StoreError} when the store fails (`NotFound` for a missing object)
+   */
+  async read(
+    src: ChunkSource,
+    start: number,
+    length: number,
+    options: RangeReadOptions = {},
+  ): Promise<Uint8Array> {
+    if (this.#closed) throw new Error("chunk cache is closed");
+    const from = Math.max(0, Math.floor(start));
+    const to = Math.min(src.size, from + Math.max(0, Math.floor(length)));
+    if (!(to > from)) return new Uint8Array(0);
+    const timeout = new AbortController();
+    const cancelTimer = Number.isFinite(this.#fetchTimeout)
+      ? this.#clock.setTimer(
+        this.#fetchTimeout,
+        () => timeout.abort(new CacheTimeoutError(src.key, this.#fetchTimeout)),
+        { unref: true },
+      )
+      : undefined;
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, timeout.signal])
+      : timeout.signal;
+    try {
+      const bounds = await abortable(this.#boundsOf(src), signal);
+      const span = chunksCovering(bounds, from, to - from);
+      const behind = this.#heads.observe(src, from, to);
+      const heat: ReaderHeat = behind > this.#policy.budget.bytes ? "cold" : "hot";
+      const parts: Promise<Uint8Array>[] = [];
+      for (let k = span.first; k < span.end; k++) {
+        const chunk = this.#chunkRef(src, bounds, k);
+        parts.push(
+          this.#readPart(chunk, Math.max(from, chunk.start), Math.min(to, chunk.end), heat, signal),
+        );
+      }
+      if (options.readerId !== undefined) {
+        const ahead = this.#readers.step(options.readerId, {
+          key: src.key,
+          start: from,
+          end: to,
+          firstChunk: span.first,
+          lastChunk: span.end - 1,
+          chunks: bounds.length - 1,
+        });
+        for (let k = ahead.from; k < ahead.to; k++) {
+          this.#prefetch(this.#chunkRef(src, bounds, k), heat);
+        }
+      }
+      return concat(await Promise.all(parts), to - from);
+    } finally {
+      cancelTimer?.();
+    }
+  }
+
+  /** Counters and gauges now. */
+  stats(): CacheStatsSnapshot {
+    const usage = this.#policy.usage();
+    const c = this.#stats.counts;
+    return {
+      ...usage,
+      budgetBytes: this.#policy.budget.bytes,
+      maxObjects: this.#policy.budget.objects,
+      hits: c.hits,
+      misses: c.misses,
+      evictions: { ...c.evictions },
+      fetches: { ...c.fetches },
+      fetchedBytes: c.fetchedBytes,
+      prefetches: c.prefetches,
+      prefetchesSkipped: c.prefetchesSkipped,
+      firstFetchAnswers: c.firstFetchAnswers,
+      full: c.full,
+      corrupt: c.corrupt,
+    };
+  }
+
+  /** Resolves once no fetch or file deletion is in flight (background work included). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const pending: Promise<unknown>[] = [
+        ...[...this.#flights.values()].map((f) => f.done),
+        ...this.#firstFetches,
+        ...this.#unlinks.values(),
+      ];
+      if (pending.length === 0) return;
+      await Promise.allSettled(pending);
+    }
+  }
+
+  /** Saves the access table now (it is also saved every `persistInterval` and at close). */
+  persist(): Promise<void> {
+    const run = this.#persisting.then(async () => {
+      this.#dirty = false;
+      const entries: TableEntry[] = [...this.#policy.entries()].map((e) => ({
+        name: e.name,
+        bytes: e.bytes,
+        tier: e.tier,
+      }));
+      try {
+        await writeFileDurable(this.#tablePath, encodeAccessTable(entries));
+      } catch (err) {
+        this.#dirty = true;
+        throw err;
+      }
+    });
+    this.#persisting = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Stops the cache: cancels fetches in flight, waits for them and for file deletions to
+   * settle, and saves the access table. Reads after this throw.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#cancelPersistTimer?.();
+    this.#closing.abort(new DOMException("chunk cache closed", "AbortError"));
+    await this.idle();
+    await this.persist();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // ---- boot and persistence ----
+
+  async #boot(): Promise<void> {
+    const { chunks } = await this.#chunks.scan();
+    await rm(this.#tablePath + ".tmp", { force: true });
+    const onDisk = new Map(chunks.map((c) => [c.name, c]));
+    let table: TableEntry[] = [];
+    try {
+      table = decodeAccessTable(await readFile(this.#tablePath));
+    } catch {
+      // Missing or damaged: every file on disk is adopted below on its own header.
+    }
+    const known = new Set<string>();
+    for (const entry of table) {
+      const file = onDisk.get(entry.name);
+      if (!file || known.has(entry.name)) continue;
+      known.add(entry.name);
+      this.#policy.adopt(entry.name, file.size, entry.tier);
+    }
+    const strays = chunks.filter((c) => !known.has(c.name)).sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const stray of strays) {
+      const header = await this.#chunks.check(stray.name);
+      if (header && chunkFileSize(header.end - header.start, header.blockSize) === stray.size) {
+        this.#policy.adopt(stray.name, stray.size, "cold");
+      } else {
+        await this.#chunks.remove(stray.name);
+      }
+    }
+    const usage = this.#policy.usage();
+    const budget = this.#policy.budget;
+    if (usage.bytes > budget.bytes || usage.objects > budget.objects) {
+      this.#evict(this.#policy.trim());
+    }
+    this.#dirty = strays.length > 0 || known.size !== table.length;
+    this.#armPersistTimer();
+  }
+
+  #armPersistTimer(): void {
+    if (this.#closed || !Number.isFinite(this.#persistInterval)) return;
+    this.#cancelPersistTimer = this.#clock.setTimer(this.#persistInterval, () => {
+      const save = this.#dirty ? this.persist() : Promise.resolve();
+      save.catch(() => {}).finally(() => this.#armPersistTimer());
+    }, { unref: true });
+  }
+
+  // ---- the read path of one chunk ----
+
+  #boundsOf(src: ChunkSource): Promise<number[]> {
+    const key = `${src.checksum}:${src.size}`;
+    let bounds = this.#geometry.get(key);
+    if (!bounds) {
+      bounds = src.recordStarts().then((starts) => chunkBounds(starts, src.size, this.#chunkSize));
+      bounds.catch(() => this.#geometry.delete(key));
+      this.#geometry.set(key, bounds);
+    }
+    return bounds;
+  }
+
+  #chunkRef(src: ChunkSource, bounds: readonly number[], k: number): ChunkRef {
+    const start = bounds[k];
+    const end = bounds[k + 1];
+    return { src, start, end, name: chunkName(src.checksum, start, end) };
+  }
+
+  /** Bytes `[from, to)` of one chunk: from its file, a fetch in flight, or a new fetch. */
+  async #readPart(
+    chunk: ChunkRef,
+    from: number,
+    to: number,
+    heat: ReaderHeat,
+    signal: AbortSignal,
+  ): Promise<Uint8Array> {
+    const { name } = chunk;
+    if (this.#policy.peek(name)) {
+      try {
+        const bytes = await this.#chunks.read(name, chunk, from - chunk.start, to - chunk.start);
+        if (bytes) {
+          if (this.#policy.touch(name, heat)) this.#dirty = true;
+          this.#stats.hit(bytes.length);
+          return bytes;
+        }
+        // The file vanished under the table (evicted meanwhile, or deleted by hand): a miss.
+        if (this.#policy.remove(name)) this.#dirty = true;
+      } catch (err) {
+        // A damaged file goes; any other disk error (EMFILE, EIO) only makes this read a miss:
+        // the store can still answer, and the fetch rewrites the file.
+        if (err instanceof ChunkCorruptError) {
+          const entry = this.#policy.remove(name);
+          if (entry) this.#evict([{ name, bytes: entry.bytes, reason: "corrupt" }]);
+        }
+      }
+    }
+    this.#stats.miss(to - from);
+    signal.throwIfAborted();
+    const inFlight = this.#flights.get(name);
+    if (inFlight) {
+      this.#join(inFlight, heat);
+      return await this.#awaitFlight(inFlight, from, to, signal);
+    }
+    const flight = this.#newFlight(chunk, heat, true);
+    const first = this.#firstFetch
+      ? firstFetchRange({ start: from, end: to }, chunk, this.#firstFetch)
+      : undefined;
+    let own: Promise<Uint8Array> | undefined;
+    if (first) {
+      // Started before the chunk fetch, so it takes the first free slot and the first tokens.
+      own = this.#fetchFirst(chunk.src, first, signal);
+      const bytes = own.then((b) => b, () => undefined);
+      flight.preview = { ...first, bytes };
+      this.#firstFetches.add(bytes);
+      bytes.finally(() => this.#firstFetches.delete(bytes));
+    }
+    this.#startFlight(flight);
+    if (own && first) {
+      try {
+        const bytes = await own;
+        this.#stats.counts.firstFetchAnswers++;
+        return bytes.slice(from - first.start, to - first.start);
+      } catch {
+        if (signal.aborted) throw signal.reason;
+        // The first fetch failed on its own: the chunk fetch may still answer.
+      }
+    }
+    return await this.#awaitFlight(flight, from, to, signal);
+  }
+
+  async #awaitFlight(
+    flight: Flight,
+    from: number,
+    to: number,
+    signal: AbortSignal,
+  ): Promise<Uint8Array> {
+    const preview = flight.preview;
+    if (preview && preview.start <= from && to <= preview.end) {
+      const bytes = await abortable(preview.bytes, signal);
+      if (bytes) {
+        this.#stats.counts.firstFetchAnswers++;
+        return bytes.slice(from - preview.start, to - preview.start);
+      }
+    }
+    const bytes = await abortable(flight.done, signal);
+    return bytes.slice(from - flight.chunk.start, to - flight.chunk.start);
+  }
+
+  #join(flight: Flight, heat: ReaderHeat): void {
+    if (!flight.read) {
+      flight.read = true;
+      flight.ticket?.promote();
+    }
+    if (heat === "hot") flight.tier = "main";
+    else if (flight.tier === "prefetched") flight.tier = "cold";
+  }
+
+  #prefetch(chunk: ChunkRef, heat: ReaderHeat): void {
+    if (this.#closed || this.#policy.peek(chunk.name) || this.#flights.has(chunk.name)) return;
+    this.#stats.counts.prefetches++;
+    this.#startFlight(this.#newFlight(chunk, heat, false));
+  }
+
+  #newFlight(chunk: ChunkRef, heat: ReaderHeat, read: boolean): Flight {
+    const tier: Tier = !read ? "prefetched" : heat === "hot" ? "main" : "cold";
+    return { chunk, read, tier, heat, done: Promise.resolve(new Uint8Array(0)) };
+  }
+
+  #startFlight(flight: Flight): void {
+    this.#flights.set(flight.chunk.name, flight);
+    flight.done = this.#runFlight(flight);
+    flight.done.catch(() => {});
+  }
+
+  /**
+   * Fetches one chunk: a fetch slot, then room in the budget (decided synchronously, so
+   * concurrent misses never overshoot), then the bandwidth, one ranged GET (retried on transient
+   * errors), `.part` + fsync + rename, and the chunk joins its recency list. The fetch belongs
+   * to no reader: only `close()` cancels it.
+   */
+  async #runFlight(flight: Flight): Promise<Uint8Array> {
+    const { chunk } = flight;
+    const signal = this.#closing.signal;
+    const began = this.#clock.now();
+    const length = chunk.end - chunk.start;
+    let kind: FetchKind = flight.read ? "chunk" : "prefetch";
+    let release: (() => void) | undefined;
+    let reservation: Reservation | undefined;
+    try {
+      flight.ticket = this.#gate.acquire(flight.read ? "read" : "readahead", signal);
+      release = await flight.ticket.ready;
+      // A read may have joined a readahead fetch while it waited for its slot.
+      kind = flight.read ? "chunk" : "prefetch";
+      const admission: AdmissionKind = flight.read
+        ? "read"
+        : flight.heat === "cold"
+        ? "prefetch_cold"
+        : "prefetch";
+      const bytesNeeded = chunkFileSize(length, this.#blockSize);
+      const reserved = this.#policy.reserve(bytesNeeded, admission);
+      if (!reserved) {
+        if (admission !== "read") throw new PrefetchSkipped();
+        this.#evict(this.#policy.trim());
+        this.#stats.full();
+        throw new CacheFullError(chunk.src.key, bytesNeeded, this.#policy.budget.bytes);
+      }
+      reservation = reserved.reservation;
+      this.#evict(reserved.victims);
+      await Promise.all(reserved.victims.map((v) => this.#unlinks.get(v.name)));
+      const bytes = await this.#fetchChunk(chunk, signal);
+      // The slot is held until the chunk is written, so reservations never outnumber the
+      // slots: a budget of fetch_concurrency maximal chunks always has room for a read.
+      await this.#unlinks.get(chunk.name);
+      try {
+        await this.#chunks.write(chunk.name, chunk, bytes);
+        this.#policy.commit(reservation, chunk.name, flight.tier);
+        this.#dirty = true;
+      } catch (err) {
+        // The bytes are good even if the disk is not: answer the waiting reads, cache nothing.
+        this.#policy.release(reservation);
+        if ((err as { code?: string }).code === "ENOSPC") {
+          this.#stats.full();
+          this.#evict(this.#policy.trim());
+        }
+      }
+      this.#reportFetch(kind, "ok", length, began);
+      return bytes;
+    } catch (err) {
+      if (reservation) this.#policy.release(reservation);
+      if (err instanceof PrefetchSkipped) {
+        this.#stats.counts.prefetchesSkipped++;
+      } else {
+        this.#reportFetch(kind, outcomeOf(err), 0, began);
+      }
+      throw err;
+    } finally {
+      release?.();
+      if (this.#flights.get(chunk.name) === flight) this.#flights.delete(chunk.name);
+    }
+  }
+
+  /** One ranged GET of a whole chunk, paid for in bandwidth first, retried on transient errors. */
+  async #fetchChunk(chunk: ChunkRef, signal: AbortSignal): Promise<Uint8Array> {
+    const length = chunk.end - chunk.start;
+    await this.#bucket.take(length, signal);
+    const deadline = Deadline.after(this.#chunkDeadline, undefined, { clock: this.#clock });
+    try {
+      return await withRetry(
+        (attempt) => this.#get(chunk.src, chunk.start, length, AbortSignal.any([attempt, signal])),
+        { deadline, maxAttempts: this.#chunkAttempts },
+      );
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** A cold read's exact-range fetch: one attempt, cancelled by the reader's own signal. */
+  async #fetchFirst(
+    src: ChunkSource,
+    range: { start: number; end: number },
+    readSignal: AbortSignal,
+  ): Promise<Uint8Array> {
+    const signal = AbortSignal.any([readSignal, this.#closing.signal]);
+    const began = this.#clock.now();
+    const length = range.end - range.start;
+    let release: (() => void) | undefined;
+    try {
+      release = await this.#gate.acquire("read", signal).ready;
+      await this.#bucket.take(length, signal);
+      const bytes = await this.#get(src, range.start, length, signal);
+      this.#reportFetch("first", "ok", length, began);
+      return bytes;
+    } catch (err) {
+      this.#reportFetch("first", outcomeOf(err), 0, began);
+      throw err;
+    } finally {
+      release?.();
+    }
+  }
+
+  async #get(
+    src: ChunkSource,
+    start: number,
+    length: number,
+    signal: AbortSignal,
+  ): Promise<Uint8Array> {
+    const result = await this.#store.get(src.key, { range: { start, length }, signal });
+    if (result.size !== src.size || result.bytes.length !== length) {
+      throw new StoreError(
+        "Malformed",
+        `object ${src.key} answered ${result.bytes.length} bytes of ${result.size} for ` +
+          `[${start}, ${start + length}) of an object of ${src.size} bytes`,
+        { op: "get", key: src.key },
+      );
+    }
+    return result.bytes;
+  }
+
+  #reportFetch(kind: FetchKind, outcome: FetchOutcome, bytes: number, began: number): void {
+    this.#stats.fetch({ kind, outcome, bytes, seconds: (this.#clock.now() - began) / 1000 });
+  }
+
+  /** Counts evicted chunks and deletes their files (one deletion per name at a time). */
+  #evict(victims: readonly Victim[]): void {
+    for (const victim of victims) {
+      this.#stats.eviction(victim.reason, victim.bytes);
+      this.#dirty = true;
+      const before = this.#unlinks.get(victim.name) ?? Promise.resolve();
+      const unlink: Promise<void> = before
+        .then(() => this.#chunks.remove(victim.name))
+        .catch(() => {})
+        .then(() => {
+          if (this.#unlinks.get(victim.name) === unlink) this.#unlinks.delete(victim.name);
+        });
+      this.#unlinks.set(victim.name, unlink);
+    }
+  }
+}
+
+function outcomeOf(err: unknown): FetchOutcome {
+  if (err instanceof CacheFullError) return "cache_full";
+  if (err instanceof StoreError && err.kind === "NotFound") return "not_found";
+  if (err instanceof CacheTimeoutError) return "aborted";
+  if (err instanceof DOMException && (err.name === "AbortError" || err.name === "TimeoutError")) {
+    return "aborted";
+  }
+  return "error";
+}
+
+/** `promise`, or the signal's reason once it aborts (the promise itself goes on). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}

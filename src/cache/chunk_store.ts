@@ -1,0 +1,258 @@
+// The storage of cached chunks: content-addressed files in a two-level fan-out under the cache
+// directory, written as `.part`, fsynced and renamed, read back with their block checksums
+// verified. It knows nothing of budgets or recency (see policy.ts).
+import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { xxh3_64 } from "../hash.ts";
+import {
+  blocksCovering,
+  CHUNK_BLOCK_SIZE,
+  CHUNK_HEADER_FIXED,
+  ChunkCorruptError,
+  type ChunkHeader,
+  decodeChunkHeader,
+  encodeChunkHeader,
+  headerLengthOf,
+  verifyBlocks,
+} from "./chunk_format.ts";
+
+const CHUNK_EXT = ".chunk";
+const PART_EXT = ".part";
+const NAME_RE = /^[0-9a-f]{16}$/;
+const encoder = new TextEncoder();
+
+/**
+ * The content address of a chunk: XXH3-64 of the object's checksum and the chunk's range, as 16
+ * hex digits. A different object under the same key has a different checksum, so it can never
+ * be served another object's bytes. (`initHashes()` must have been awaited.)
+ *
+ * @param checksum the object's XXH3-128 (hex)
+ * @param start the chunk's first byte
+ * @param end the chunk's end (exclusive)
+ * @returns 16 lowercase hex digits
+ */
+export function chunkName(checksum: string, start: number, end: number): string {
+  return xxh3_64(encoder.encode(`${checksum}:${start}:${end}`)).toString(16).padStart(16, "0");
+}
+
+/** A chunk file found on disk at boot. */
+export interface StoredChunk {
+  name: string;
+  /** Bytes of the whole file. */
+  size: number;
+  /** Last modification, in ms since the epoch. */
+  mtimeMs: number;
+}
+
+/** Reads and writes chunk files under `{root}/chunks/{aa}/{bb}/{name}.chunk`. */
+export class ChunkStore {
+  readonly #dir: string;
+  readonly #blockSize: number;
+  readonly #madeDirs = new Set<string>();
+
+  /**
+   * @param root the cache directory (`cache.path`)
+   * @param options.blockSize bytes per checksummed block @default 64 KiB
+   */
+  constructor(readonly root: string, options: { blockSize?: number } = {}) {
+    this.#dir = join(root, "chunks");
+    this.#blockSize = options.blockSize ?? CHUNK_BLOCK_SIZE;
+  }
+
+  /** The file of chunk `name`. */
+  pathOf(name: string): string {
+    return join(this.#dir, name.slice(0, 2), name.slice(2, 4), name + CHUNK_EXT);
+  }
+
+  /**
+   * Writes a chunk durably: `{name}.part`, fsync, rename to `{name}.chunk`. The fan-out
+   * directories are not fsynced: a rename lost in a crash only costs a refetch, because boot
+   * drops table entries whose files are missing.
+   *
+   * @param name the chunk's content address
+   * @param range the chunk's `[start, end)` in its object
+   * @param data the chunk's bytes
+   * @returns bytes of the file written (header and data)
+   * @throws the `node:fs` error (e.g. `ENOSPC`); the `.part` file is removed
+   */
+  async write(
+    name: string,
+    range: { start: number; end: number },
+    data: Uint8Array,
+  ): Promise<number> {
+    const path = this.pathOf(name);
+    const dir = join(this.#dir, name.slice(0, 2), name.slice(2, 4));
+    if (!this.#madeDirs.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.#madeDirs.add(dir);
+    }
+    const header = encodeChunkHeader(name, range, data, this.#blockSize);
+    const part = join(dir, name + PART_EXT);
+    try {
+      const fh = await open(part, "w");
+      try {
+        await writeFully(fh, header);
+        await writeFully(fh, data);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(part, path);
+    } catch (err) {
+      await rm(part, { force: true }).catch(() => {});
+      throw err;
+    }
+    return header.length + data.length;
+  }
+
+  /**
+   * Reads data bytes `[from, to)` of a chunk (offsets within the chunk), verifying the header,
+   * the file's length and the checksum of every block read.
+   *
+   * @param name the chunk's content address
+   * @param range the chunk's `[start, end)` in its object, checked against the header
+   * @param from first data byte wanted
+   * @param to end (exclusive) of the data wanted
+   * @returns the bytes, or undefined when the file does not exist
+   * @throws {ChunkCorruptError} when the file is damaged, truncated or names another chunk
+   */
+  async read(
+    name: string,
+    range: { start: number; end: number },
+    from: number,
+    to: number,
+  ): Promise<Uint8Array | undefined> {
+    const path = this.pathOf(name);
+    let fh: FileHandle;
+    try {
+      fh = await open(path, "r");
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+    try {
+      const header = await readHeader(fh, path);
+      if (header.name !== name || header.start !== range.start || header.end !== range.end) {
+        throw new ChunkCorruptError(path, "header names another chunk");
+      }
+      const { size } = await fh.stat();
+      if (size !== header.headerLength + (header.end - header.start)) {
+        throw new ChunkCorruptError(path, `file is ${size} bytes, header says otherwise`);
+      }
+      if (to <= from) return new Uint8Array(0);
+      const blocks = blocksCovering(header, from, to);
+      const buf = new Uint8Array(blocks.dataEnd - blocks.dataStart);
+      const got = await readFully(fh, buf, header.headerLength + blocks.dataStart);
+      if (got !== buf.length) throw new ChunkCorruptError(path, "truncated data");
+      verifyBlocks(header, blocks.first, buf, path);
+      return buf.subarray(from - blocks.dataStart, to - blocks.dataStart);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * Reads and checks a chunk file's header and length, for adopting files found at boot.
+   *
+   * @returns the header, or undefined when the file is missing, damaged or not named `name`
+   */
+  async check(name: string): Promise<ChunkHeader | undefined> {
+    const path = this.pathOf(name);
+    try {
+      const fh = await open(path, "r");
+      try {
+        const header = await readHeader(fh, path);
+        const { size } = await fh.stat();
+        const ok = header.name === name &&
+          size === header.headerLength + (header.end - header.start);
+        return ok ? header : undefined;
+      } finally {
+        await fh.close();
+      }
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Deletes chunk `name`'s file; a missing file is not an error. */
+  async remove(name: string): Promise<void> {
+    await rm(this.pathOf(name), { force: true });
+  }
+
+  /**
+   * Walks the fan-out at boot: deletes every `.part` file (a write cut short) and anything that
+   * is not a chunk file, and returns the chunk files found.
+   *
+   * @returns the chunk files, and how many leftovers were deleted
+   */
+  async scan(): Promise<{ chunks: StoredChunk[]; removed: number }> {
+    const chunks: StoredChunk[] = [];
+    let removed = 0;
+    for (const a of await listDir(this.#dir)) {
+      const dirA = join(this.#dir, a);
+      for (const b of await listDir(dirA)) {
+        const dirB = join(dirA, b);
+        for (const file of await listDir(dirB)) {
+          const path = join(dirB, file);
+          const name = file.endsWith(CHUNK_EXT) ? file.slice(0, -CHUNK_EXT.length) : "";
+          if (NAME_RE.test(name) && name.startsWith(a + b)) {
+            const st = await stat(path).catch(() => undefined);
+            if (st?.isFile()) {
+              chunks.push({ name, size: st.size, mtimeMs: st.mtimeMs });
+              continue;
+            }
+          }
+          await rm(path, { recursive: true, force: true });
+          removed++;
+        }
+      }
+    }
+    return { chunks, removed };
+  }
+}
+
+async function readHeader(fh: FileHandle, path: string): Promise<ChunkHeader> {
+  const fixed = new Uint8Array(CHUNK_HEADER_FIXED);
+  if (await readFully(fh, fixed, 0) !== fixed.length) {
+    throw new ChunkCorruptError(path, "truncated header");
+  }
+  const bytes = new Uint8Array(headerLengthOf(fixed, path));
+  bytes.set(fixed);
+  const rest = bytes.subarray(fixed.length);
+  if (await readFully(fh, rest, fixed.length) !== rest.length) {
+    throw new ChunkCorruptError(path, "truncated header");
+  }
+  return decodeChunkHeader(bytes, path);
+}
+
+async function readFully(fh: FileHandle, buf: Uint8Array, position: number): Promise<number> {
+  let got = 0;
+  while (got < buf.length) {
+    const { bytesRead } = await fh.read(buf, got, buf.length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got;
+}
+
+async function writeFully(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+  let written = 0;
+  while (written < bytes.length) {
+    const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
+    written += bytesWritten;
+  }
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if (isNotFound(err) || (err as { code?: string }).code === "ENOTDIR") return [];
+    throw err;
+  }
+}
+
+/** True for a `node:fs` "no such file" error. */
+export function isNotFound(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === "ENOENT";
+}

@@ -1,0 +1,98 @@
+// The chunk file header and the access table: round trips, and every damaged byte is caught.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  AccessTableError,
+  decodeAccessTable,
+  encodeAccessTable,
+  type TableEntry,
+} from "../../src/cache/access_table.ts";
+import {
+  blocksCovering,
+  ChunkCorruptError,
+  chunkFileSize,
+  decodeChunkHeader,
+  encodeChunkHeader,
+  verifyBlocks,
+} from "../../src/cache/chunk_format.ts";
+import { initHashes } from "../../src/hash.ts";
+
+await initHashes();
+
+const hex16 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }).map((n) =>
+  n.toString(16).padStart(16, "0")
+);
+
+Deno.test("a chunk header round-trips and its blocks verify", () => {
+  fc.assert(
+    fc.property(
+      hex16,
+      fc.nat(1 << 30),
+      fc.uint8Array({ minLength: 0, maxLength: 3000 }),
+      fc.integer({ min: 1, max: 700 }),
+      (name, start, data, blockSize) => {
+        const range = { start, end: start + data.length };
+        const header = encodeChunkHeader(name, range, data, blockSize);
+        assert.equal(header.length + data.length, chunkFileSize(data.length, blockSize));
+        const h = decodeChunkHeader(header, "f");
+        assert.deepEqual([h.name, h.start, h.end, h.blockSize], [
+          name,
+          range.start,
+          range.end,
+          blockSize,
+        ]);
+        assert.equal(h.headerLength, header.length);
+        const b = blocksCovering(h, 0, data.length);
+        verifyBlocks(h, b.first, data.subarray(b.dataStart, b.dataEnd), "f");
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
+Deno.test("any flipped bit in a chunk header or its data is detected", () => {
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ minLength: 1, maxLength: 2000 }),
+      fc.nat(),
+      fc.integer({ min: 0, max: 7 }),
+      (data, at, bit) => {
+        const header = encodeChunkHeader(
+          "0123456789abcdef",
+          { start: 0, end: data.length },
+          data,
+          256,
+        );
+        const file = new Uint8Array(header.length + data.length);
+        file.set(header);
+        file.set(data, header.length);
+        file[at % file.length] ^= 1 << bit;
+        assert.throws(() => {
+          const h = decodeChunkHeader(file.subarray(0, header.length), "f");
+          verifyBlocks(h, 0, file.subarray(header.length), "f");
+        }, ChunkCorruptError);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+const entryArb: fc.Arbitrary<TableEntry> = fc.record({
+  name: hex16,
+  bytes: fc.nat(Number.MAX_SAFE_INTEGER),
+  tier: fc.constantFrom("prefetched", "cold", "main"),
+}).map((e) => ({ ...e }));
+
+Deno.test("the access table round-trips in order, and damage is refused", () => {
+  fc.assert(
+    fc.property(fc.array(entryArb, { maxLength: 50 }), fc.nat(), (entries, at) => {
+      const bytes = encodeAccessTable(entries);
+      assert.deepEqual(decodeAccessTable(bytes), entries);
+      const bad = bytes.slice();
+      bad[at % bad.length] ^= 0x40;
+      assert.throws(() => decodeAccessTable(bad), AccessTableError);
+      assert.throws(() => decodeAccessTable(bytes.subarray(0, bytes.length - 1)), AccessTableError);
+    }),
+    { numRuns: 200 },
+  );
+});
