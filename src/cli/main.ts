@@ -9,6 +9,7 @@ import { configCommand } from "./config_cmd.ts";
 import { runCommand } from "./run.ts";
 import { probeCommand } from "./probe.ts";
 import { lsCommand } from "./ls.ts";
+import { readCommand } from "./read.ts";
 
 export const USAGE = `tierd ${VERSION} — tiered-storage agent for Apache Iggy
 
@@ -21,6 +22,8 @@ usage:
                                          write byte-exact Iggy segments (demos, tests, benchmarks)
   tierd ls [--config F] [--stream S --topic T --partition P]
                                          segments with their state, location and offsets
+  tierd read [--config F] --stream S --topic T --partition P (--offset N | --timestamp T)
+            [--max-bytes M] [--json]     read records (raw bytes to stdout, or decoded JSON)
 
 The default config file is ./tierd.toml (see tierd.example.toml).
 `;
@@ -46,6 +49,8 @@ export async function main(args: string[]): Promise<number> {
         return await genCommand(rest);
       case "ls":
         return await lsCommand(rest);
+      case "read":
+        return await readCommand(rest);
       case "--version":
       case "version":
         console.log(VERSION);

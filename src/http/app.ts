@@ -1,0 +1,228 @@
+// tierd's HTTP API (DESIGN §8) as a plain Hono app: health, readiness, metrics, the partition
+// list, record reads, the status page and guarded admin operations. Runtime-free: the adapter
+// in serve.ts binds it to a port; tests call `app.request(path)`.
+//
+// Records: `GET /v1/streams/:s/topics/:t/partitions/:p/records?offset=N|timestamp=T
+// [&max_bytes=M][&format=raw|json]`. Ids are decimal u32; offset and timestamp decimal u64;
+// `max_bytes` 1..67108864 (64 MiB), default 1048576. Raw answers carry `x-tierd-first-offset`,
+// `x-tierd-next-offset`, `x-tierd-source`, `x-tierd-format`, `x-tierd-records` and, when the
+// read had to skip missing offsets, `x-tierd-gap: from-to` (inclusive). An offset inside an Iggy
+// 0.9 batch returns the whole batch, so `x-tierd-first-offset` may be below the offset asked
+// for. An optional `x-tierd-reader` request header names a sequential reader for readahead.
+import { Hono } from "hono";
+import type { Context } from "hono";
+import type { Logger } from "../log.ts";
+import type { Registry } from "../metrics/registry.ts";
+import { observePartitions, type TierdMetrics } from "../metrics/tierd.ts";
+import { incarnationHex } from "../partition/incarnation.ts";
+import type { ReadContext } from "../read/context.ts";
+import { readToJson } from "../read/json.ts";
+import { ParamError, parseId, parseMaxBytes, parseStart } from "../read/params.ts";
+import { type PartitionSummary, summarizePartitions } from "../read/partitions.ts";
+import { readRecords } from "../read/read_records.ts";
+import { requireBearer } from "./auth.ts";
+import { ApiError, toApiError } from "./errors.ts";
+import { renderStatusPage } from "./status_page.ts";
+
+/** Operations behind `POST /v1/admin/*`; each resolves with a JSON-serializable report. */
+export interface AdminOperations {
+  /** `POST /v1/admin/pass`: one tier pass now (copy, clean dangling, advance floors). */
+  pass?: () => Promise<unknown>;
+  /** `POST /v1/admin/compact`: rewrite every journal as a snapshot. */
+  compact?: () => Promise<unknown>;
+}
+
+/** What the app serves from. */
+export interface AppOptions {
+  read: ReadContext;
+  registry: Registry;
+  metrics: TierdMetrics;
+  /** True once the boot probe passed and journals were replayed. */
+  ready: () => boolean;
+  /** `agent.api_token`; empty disables the admin routes. */
+  apiToken: string;
+  admin?: AdminOperations;
+  /** Where the store is, for the status page (never with credentials). */
+  storeDescription?: string;
+  /** Process start, ms since the epoch. @default when the app was created */
+  startedAt?: number;
+  /** @default read.logger */
+  logger?: Logger;
+}
+
+/** One partition in `GET /v1/partitions`; 64-bit values are decimal strings. */
+export interface PartitionJson {
+  stream: number;
+  topic: number;
+  partition: number;
+  format: string | null;
+  /** 16 lowercase hex digits, or null before the partition was first recorded. */
+  incarnation: string | null;
+  generation: string;
+  /** null before the first copy. */
+  tiered_up_to_offset: string | null;
+  segments: { local: number; uploaded: number; remote: number; dangling: number };
+  local_bytes: string;
+  remote_bytes: string;
+}
+
+/** The JSON form of a partition summary: exactly the fields of DESIGN §8. */
+export function partitionJson(p: PartitionSummary): PartitionJson {
+  return {
+    stream: p.stream,
+    topic: p.topic,
+    partition: p.partition,
+    format: p.format ?? null,
+    incarnation: p.incarnation === undefined ? null : incarnationHex(p.incarnation),
+    generation: p.generation.toString(),
+    tiered_up_to_offset: p.floor < 0n ? null : p.floor.toString(),
+    segments: { ...p.segments },
+    local_bytes: String(p.localBytes),
+    remote_bytes: String(p.remoteBytes),
+  };
+}
+
+const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
+
+function jsonText(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+}
+
+/** A client-chosen reader name for readahead; over-long names are ignored, not stored. */
+function readerId(header: string | undefined): string | undefined {
+  return header !== undefined && header.length <= 128 ? header : undefined;
+}
+
+/** The one value of query parameter `name`, or undefined; a repeated parameter is refused. */
+function single(c: Context, name: string): string | undefined {
+  const values = c.req.queries(name);
+  if (values && values.length > 1) {
+    throw new ParamError(name, `${name} is given ${values.length} times; give it once`);
+  }
+  return values?.[0];
+}
+
+/**
+ * Builds the HTTP API.
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ read, registry, metrics, ready: () => true, apiToken: "" });
+ * const res = await app.request("/healthz"); // 200 "ok"
+ * ```
+ */
+export function createApp(o: AppOptions): Hono {
+  const app = new Hono();
+  const startedAt = o.startedAt ?? Date.now();
+  const logger = o.logger ?? o.read.logger;
+
+  app.onError((err, c) => {
+    const e = toApiError(err);
+    if (e.status >= 500 && e.status !== 503) {
+      logger.error("request failed", { path: c.req.path, status: e.status, err });
+    }
+    for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
+    return c.json({ error: e.code, message: e.message }, e.status);
+  });
+
+  app.notFound((c) =>
+    c.json({ error: "not_found", message: `no route for ${c.req.method} ${c.req.path}` }, 404)
+  );
+
+  app.get("/healthz", (c) => c.text("ok"));
+
+  app.get("/readyz", (c) => {
+    if (!o.ready()) {
+      throw new ApiError(
+        503,
+        "not_ready",
+        "not ready: the store probe has not passed or journals are still being replayed",
+        { "retry-after": "1" },
+      );
+    }
+    return c.text("ready");
+  });
+
+  app.get("/metrics", async (c) => {
+    try {
+      observePartitions(o.metrics, await summarizePartitions(o.read));
+    } catch (err) {
+      logger.warn("partition gauges not refreshed", { err });
+    }
+    return c.body(o.registry.render(), 200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+    });
+  });
+
+  app.get("/v1/partitions", async (c) => {
+    const partitions = await summarizePartitions(o.read);
+    return c.json(partitions.map(partitionJson));
+  });
+
+  app.get("/v1/streams/:s/topics/:t/partitions/:p/records", async (c) => {
+    const ids = {
+      stream: parseId(c.req.param("s"), "stream"),
+      topic: parseId(c.req.param("t"), "topic"),
+      partition: parseId(c.req.param("p"), "partition"),
+    };
+    for (const name of Object.keys(c.req.queries())) {
+      if (!RECORD_QUERY.has(name)) {
+        throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 40))}`);
+      }
+    }
+    const start = parseStart(single(c, "offset"), single(c, "timestamp"));
+    const maxBytes = parseMaxBytes(single(c, "max_bytes"));
+    const format = single(c, "format") ?? "raw";
+    if (format !== "raw" && format !== "json") {
+      throw new ParamError("format", `format must be raw or json, got ${JSON.stringify(format)}`);
+    }
+    const r = await readRecords(o.read, {
+      partition: ids,
+      ...start,
+      maxBytes,
+      readerId: readerId(c.req.header("x-tierd-reader")),
+    });
+    const headers: Record<string, string> = {
+      "x-tierd-first-offset": r.firstOffset.toString(),
+      "x-tierd-next-offset": r.nextOffset.toString(),
+      "x-tierd-source": r.source,
+      "x-tierd-format": r.format,
+      "x-tierd-records": String(r.records),
+      "cache-control": "no-store",
+    };
+    if (r.gap) headers["x-tierd-gap"] = `${r.gap.from}-${r.gap.to}`;
+    if (format === "json") {
+      return c.body(jsonText(readToJson(ids, r)), 200, {
+        ...headers,
+        "content-type": "application/json",
+      });
+    }
+    return c.body(r.bytes, 200, { ...headers, "content-type": "application/octet-stream" });
+  });
+
+  app.get("/", async (c) => {
+    const partitions = await summarizePartitions(o.read);
+    return c.html(renderStatusPage(partitions, {
+      store: o.storeDescription ?? `${o.read.store.kind} store`,
+      uptimeSeconds: (Date.now() - startedAt) / 1000,
+      ready: o.ready(),
+    }));
+  });
+
+  app.use("/v1/admin/*", requireBearer(o.apiToken));
+  const operations = { pass: o.admin?.pass, compact: o.admin?.compact };
+  for (const [name, op] of Object.entries(operations)) {
+    app.post(`/v1/admin/${name}`, async (c) => {
+      if (!op) {
+        throw new ApiError(503, "unavailable", `${name} is not available in this process`);
+      }
+      logger.info("admin operation", { op: name });
+      const report = await op();
+      return c.body(jsonText({ ok: true, op: name, report: report ?? null }), 200, {
+        "content-type": "application/json",
+      });
+    });
+  }
+
+  return app;
+}

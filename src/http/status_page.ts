@@ -1,0 +1,100 @@
+// The status page (`GET /`): one self-contained HTML document — no scripts, no external assets —
+// listing each tiered partition with its floor and where its segments are.
+import { incarnationHex } from "../partition/incarnation.ts";
+import type { PartitionSummary } from "../read/partitions.ts";
+import { VERSION } from "../version.ts";
+
+/** What the page shows besides the partitions. */
+export interface StatusInfo {
+  store: string;
+  uptimeSeconds: number;
+  ready: boolean;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+function formatBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
+}
+
+function formatUptime(seconds: number): string {
+  const s = Math.floor(seconds);
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return `${d > 0 ? `${d}d ` : ""}${h}h ${m}m ${s % 60}s`;
+}
+
+/** Renders the status page. Every interpolated value is escaped. */
+export function renderStatusPage(
+  partitions: readonly PartitionSummary[],
+  info: StatusInfo,
+): string {
+  const rows = partitions.map((p) => {
+    const cells = [
+      `${p.stream}/${p.topic}/${p.partition}`,
+      p.format ?? "—",
+      p.incarnation === undefined ? "—" : incarnationHex(p.incarnation),
+      p.generation.toString(),
+      p.floor < 0n ? "—" : p.floor.toString(),
+      String(p.segments.local),
+      String(p.segments.uploaded),
+      String(p.segments.remote),
+      String(p.segments.dangling),
+      formatBytes(p.localBytes),
+      formatBytes(p.remoteBytes),
+    ];
+    return `<tr>${cells.map((c) => `<td>${escapeHtml(c)}</td>`).join("")}</tr>`;
+  });
+  const head = [
+    "partition",
+    "format",
+    "incarnation",
+    "generation",
+    "tiered up to",
+    "local",
+    "uploaded",
+    "remote",
+    "dangling",
+    "local bytes",
+    "remote bytes",
+  ].map((h) => `<th>${h}</th>`).join("");
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>tierd ${escapeHtml(VERSION)}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; }
+th, td { padding: 0.25em 0.75em; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.bad { color: #b00; }
+</style>
+</head>
+<body>
+<h1>tierd ${escapeHtml(VERSION)}</h1>
+<p>Store: ${escapeHtml(info.store)} · Uptime: ${escapeHtml(formatUptime(info.uptimeSeconds))} · ${
+    info.ready ? "ready" : '<span class="bad">not ready</span>'
+  }</p>
+<p>Segments: <em>local</em> have broker files, <em>uploaded</em> are local and verified in the
+store, <em>remote</em> are only in the store, <em>dangling</em> await cleanup of a failed copy.</p>
+${
+    partitions.length === 0
+      ? "<p>No tiered partitions found.</p>"
+      : `<table>\n<tr>${head}</tr>\n${rows.join("\n")}\n</table>`
+  }
+<p><a href="/metrics">metrics</a> · <a href="/v1/partitions">partitions (JSON)</a></p>
+</body>
+</html>
+`;
+}

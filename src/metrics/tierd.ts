@@ -1,0 +1,230 @@
+// Every metric tierd exports (DESIGN §8), defined once so the names, help texts and labels
+// stay in one place; components take the typed handles they update from the returned object.
+import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";
+import { VERSION } from "../version.ts";
+
+export { instrumentStore } from "./instrument_store.ts";
+
+/** Labels naming one partition. */
+export type PartitionLabels = "stream" | "topic" | "partition";
+
+/** The typed handles of every tierd metric. */
+export interface TierdMetrics {
+  /** `tierd_local_bytes{stream,topic,partition}`: bytes of the partition's local `.log` files. */
+  localBytes: Gauge<PartitionLabels>;
+  /** `tierd_remote_bytes{stream,topic,partition}`: bytes of its verified copies in the store. */
+  remoteBytes: Gauge<PartitionLabels>;
+  /** `tierd_tiered_up_to_offset{stream,topic,partition}`: the floor (-1 before the first copy). */
+  tieredUpToOffset: Gauge<PartitionLabels>;
+  /** `tierd_uploads_total{outcome}`: segment uploads by outcome (ok, adopted, failed). */
+  uploads: Counter<"outcome">;
+  /** `tierd_upload_duration_seconds`: time to copy one segment. */
+  uploadDuration: Histogram;
+  /** `tierd_upload_bytes_total`: bytes sent to the store by uploads. */
+  uploadBytes: Counter;
+  /** `tierd_upload_stalled`: 1 while uploads cannot make progress (store outage). */
+  uploadStalled: Gauge;
+  /** `tierd_fetches_total{outcome}`: ranged GETs issued for reads. */
+  fetches: Counter<"outcome">;
+  /** `tierd_fetch_duration_seconds`: time of one read fetch from the store. */
+  fetchDuration: Histogram;
+  /** `tierd_cache_hits_total`: chunk cache hits. */
+  cacheHits: Counter;
+  /** `tierd_cache_misses_total`: chunk cache misses. */
+  cacheMisses: Counter;
+  /** `tierd_cache_bytes`: bytes held by the chunk cache. */
+  cacheBytes: Gauge;
+  /** `tierd_cache_evictions_total{reason}`: chunks evicted from the cache. */
+  cacheEvictions: Counter<"reason">;
+  /** `tierd_cache_budget_exhausted`: 1 while the cache cannot reserve budget for a fetch. */
+  cacheBudgetExhausted: Gauge;
+  /** `tierd_store_requests_total{op,outcome}`: every object store request. */
+  storeRequests: Counter<"op" | "outcome">;
+  /** `tierd_store_throttled_total{op}`: store requests answered with throttling. */
+  storeThrottled: Counter<"op">;
+  /** `tierd_store_request_duration_seconds{op}`: latency of store requests. */
+  storeRequestDuration: Histogram<"op">;
+  /** `tierd_dangling_remote_log_count{stream,topic}`: segments in DANGLING. */
+  danglingCount: Gauge<"stream" | "topic">;
+  /** `tierd_dangling_remote_log_bytes{stream,topic}`: local bytes of DANGLING segments. */
+  danglingBytes: Gauge<"stream" | "topic">;
+  /** `tierd_segments_lost_before_upload_total`: segments the broker deleted before a copy. */
+  segmentsLostBeforeUpload: Counter;
+  /** `tierd_evictions_total`: local segments evicted after a verified copy. */
+  evictions: Counter;
+  /** `tierd_remote_deletes_total`: remote segments deleted (retention and dangling cleanup). */
+  remoteDeletes: Counter;
+  /** `tierd_remote_objects_missing_total`: objects the journal says exist but a GET did not find. */
+  remoteObjectsMissing: Counter;
+  /** `tierd_markers_quarantined_total`: `.remote` markers moved aside as untrustworthy. */
+  markersQuarantined: Counter;
+  /** `tierd_journal_torn_tails_total`: journals whose torn tail was truncated at boot. */
+  journalTornTails: Counter;
+  /** `tierd_reads_total{source,outcome}`: record reads served (or refused) by the read path. */
+  reads: Counter<"source" | "outcome">;
+  /** `tierd_read_bytes_total{source}`: record bytes returned by reads. */
+  readBytes: Counter<"source">;
+  /** `tierd_build_info{version}`: always 1. */
+  buildInfo: Gauge<"version">;
+  /** `tierd_start_time_seconds`: when the process started, seconds since the epoch. */
+  startTime: Gauge;
+}
+
+/** Buckets for segment uploads: tens of milliseconds to several minutes. */
+const UPLOAD_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** Buckets for single store requests and read fetches: a millisecond to ten seconds. */
+const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * Registers every tierd metric in `registry`.
+ *
+ * @param registry where the metrics are registered (a fresh one by default)
+ * @param startTimeMs process start, for `tierd_start_time_seconds` @default Date.now()
+ * @returns the typed handles
+ * @throws {RangeError} when `registry` already holds one of the names
+ */
+export function createTierdMetrics(
+  registry: Registry = new Registry(),
+  startTimeMs: number = Date.now(),
+): TierdMetrics {
+  const part = ["stream", "topic", "partition"] as const;
+  const m: TierdMetrics = {
+    localBytes: registry.gauge("tierd_local_bytes", "Bytes of local segment files.", part),
+    remoteBytes: registry.gauge("tierd_remote_bytes", "Bytes of verified remote copies.", part),
+    tieredUpToOffset: registry.gauge(
+      "tierd_tiered_up_to_offset",
+      "End offset of the longest prefix of segments safely in the store (-1: none yet).",
+      part,
+    ),
+    uploads: registry.counter("tierd_uploads_total", "Segment uploads by outcome.", ["outcome"]),
+    uploadDuration: registry.histogram(
+      "tierd_upload_duration_seconds",
+      "Time to copy one segment to the store.",
+      [],
+      UPLOAD_BUCKETS,
+    ),
+    uploadBytes: registry.counter("tierd_upload_bytes_total", "Bytes uploaded to the store."),
+    uploadStalled: registry.gauge(
+      "tierd_upload_stalled",
+      "1 while uploads cannot make progress (store outage).",
+    ),
+    fetches: registry.counter(
+      "tierd_fetches_total",
+      "Ranged GETs issued for reads, by outcome.",
+      ["outcome"],
+    ),
+    fetchDuration: registry.histogram(
+      "tierd_fetch_duration_seconds",
+      "Time of one read fetch from the store.",
+      [],
+      REQUEST_BUCKETS,
+    ),
+    cacheHits: registry.counter("tierd_cache_hits_total", "Chunk cache hits."),
+    cacheMisses: registry.counter("tierd_cache_misses_total", "Chunk cache misses."),
+    cacheBytes: registry.gauge("tierd_cache_bytes", "Bytes held by the chunk cache."),
+    cacheEvictions: registry.counter(
+      "tierd_cache_evictions_total",
+      "Chunks evicted from the cache, by reason.",
+      ["reason"],
+    ),
+    cacheBudgetExhausted: registry.gauge(
+      "tierd_cache_budget_exhausted",
+      "1 while the chunk cache cannot reserve budget for a fetch.",
+    ),
+    storeRequests: registry.counter(
+      "tierd_store_requests_total",
+      "Object store requests by operation and outcome.",
+      ["op", "outcome"],
+    ),
+    storeThrottled: registry.counter(
+      "tierd_store_throttled_total",
+      "Object store requests answered with throttling.",
+      ["op"],
+    ),
+    storeRequestDuration: registry.histogram(
+      "tierd_store_request_duration_seconds",
+      "Latency of object store requests.",
+      ["op"],
+      REQUEST_BUCKETS,
+    ),
+    danglingCount: registry.gauge(
+      "tierd_dangling_remote_log_count",
+      "Remote segments in the DANGLING state.",
+      ["stream", "topic"],
+    ),
+    danglingBytes: registry.gauge(
+      "tierd_dangling_remote_log_bytes",
+      "Local bytes of segments in the DANGLING state.",
+      ["stream", "topic"],
+    ),
+    segmentsLostBeforeUpload: registry.counter(
+      "tierd_segments_lost_before_upload_total",
+      "Segments the broker's retention deleted before tierd copied them.",
+    ),
+    evictions: registry.counter("tierd_evictions_total", "Local segments evicted."),
+    remoteDeletes: registry.counter("tierd_remote_deletes_total", "Remote segments deleted."),
+    remoteObjectsMissing: registry.counter(
+      "tierd_remote_objects_missing_total",
+      "Objects the journal records as copied that a GET did not find (data loss).",
+    ),
+    markersQuarantined: registry.counter(
+      "tierd_markers_quarantined_total",
+      "Remote markers moved aside because they failed their checksum or incarnation.",
+    ),
+    journalTornTails: registry.counter(
+      "tierd_journal_torn_tails_total",
+      "Journals whose torn tail was truncated when opened.",
+    ),
+    reads: registry.counter(
+      "tierd_reads_total",
+      "Record reads by where the bytes came from and outcome.",
+      ["source", "outcome"],
+    ),
+    readBytes: registry.counter(
+      "tierd_read_bytes_total",
+      "Record bytes returned by reads.",
+      ["source"],
+    ),
+    buildInfo: registry.gauge("tierd_build_info", "Always 1; labelled with the version.", [
+      "version",
+    ]),
+    startTime: registry.gauge(
+      "tierd_start_time_seconds",
+      "Start time of the process, seconds since the Unix epoch.",
+    ),
+  };
+  m.buildInfo.set({ version: VERSION }, 1);
+  m.startTime.set(undefined, startTimeMs / 1000);
+  return m;
+}
+
+/** What the per-partition gauges are computed from (see `summarizePartitions`). */
+export interface PartitionGaugeInput {
+  stream: number;
+  topic: number;
+  partition: number;
+  localBytes: number;
+  remoteBytes: number;
+  /** -1n before the first copy. */
+  floor: bigint;
+  segments: { dangling: number };
+  danglingBytes: number;
+}
+
+/**
+ * Sets the per-partition and per-topic gauges from scratch, so a partition that disappeared
+ * also disappears from the scrape.
+ */
+export function observePartitions(m: TierdMetrics, partitions: readonly PartitionGaugeInput[]) {
+  for (const g of [m.localBytes, m.remoteBytes, m.tieredUpToOffset, m.danglingCount]) g.reset();
+  m.danglingBytes.reset();
+  for (const p of partitions) {
+    const labels = { stream: p.stream, topic: p.topic, partition: p.partition };
+    m.localBytes.set(labels, p.localBytes);
+    m.remoteBytes.set(labels, p.remoteBytes);
+    m.tieredUpToOffset.set(labels, Number(p.floor));
+    const topic = { stream: p.stream, topic: p.topic };
+    m.danglingCount.inc(topic, p.segments.dangling);
+    m.danglingBytes.inc(topic, p.danglingBytes);
+  }
+}

@@ -1,0 +1,80 @@
+// How the read path waits for the store (private to src/read): at most `fetch_timeout` per read,
+// without cancelling the fetch, and with store failures turned into typed read errors.
+import { StoreError } from "../../providers/types.ts";
+import { CacheFullError, CacheTimeoutError } from "../cache/types.ts";
+import { FormatError } from "../format/errors.ts";
+import {
+  CacheFull,
+  FetchTimeout,
+  ReadError,
+  RemoteObjectMissing,
+  SegmentCorrupt,
+  StoreFailed,
+  StoreUnavailable,
+} from "./errors.ts";
+
+/** When a read stops waiting for the store (a `performance.now()` time). */
+export interface ReadDeadline {
+  at: number;
+  timeoutMs: number;
+}
+
+/** A deadline `timeoutMs` from now. */
+export function deadlineIn(timeoutMs: number): ReadDeadline {
+  return { at: performance.now() + timeoutMs, timeoutMs };
+}
+
+/**
+ * Waits for `pending` until the deadline, then throws {@link FetchTimeout} — leaving `pending`
+ * running, so a fetch that completes later still fills the cache for the retry.
+ */
+export function within<T>(pending: Promise<T>, deadline: ReadDeadline, key: string): Promise<T> {
+  pending.catch(() => {}); // it may settle after nobody waits for it any more
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new FetchTimeout(key, deadline.timeoutMs)),
+      Math.max(0, deadline.at - performance.now()),
+    );
+    pending.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Seconds a client should wait before retrying a throttled or unreachable store. */
+const RETRY_AFTER_THROTTLED = 2;
+const RETRY_AFTER_TRANSPORT = 1;
+
+/** Seconds a client should wait when the cache is full: trimming runs at least this often. */
+const RETRY_AFTER_CACHE_FULL = 1;
+
+/**
+ * Turns whatever a store or RangeReader (the chunk cache) threw while reading `key` into a
+ * typed read error. Other errors pass through.
+ */
+export function readFailure(err: unknown, key: string, segment?: bigint): unknown {
+  if (err instanceof ReadError) return err;
+  if (err instanceof CacheTimeoutError) return new FetchTimeout(key, err.timeoutMs);
+  if (err instanceof CacheFullError) return new CacheFull(key, RETRY_AFTER_CACHE_FULL, err);
+  if (err instanceof StoreError) {
+    switch (err.kind) {
+      case "NotFound":
+        return new RemoteObjectMissing(key, segment, { cause: err });
+      case "Throttled":
+        return new StoreUnavailable(key, RETRY_AFTER_THROTTLED, err);
+      case "Transport":
+        return new StoreUnavailable(key, RETRY_AFTER_TRANSPORT, err);
+      default:
+        return new StoreFailed(key, err);
+    }
+  }
+  if (err instanceof FormatError) return new SegmentCorrupt("remote", key, err);
+  return err;
+}

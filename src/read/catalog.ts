@@ -1,0 +1,238 @@
+// A partition's segments as the read path sees them (DESIGN §7): the broker's local segments
+// and the verified remote copies of the current incarnation and generation, merged into one
+// ordered list, with the gaps the broker's retention left before a copy (`lost_before_upload`).
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { detectFormat } from "../format/detect.ts";
+import { FormatError } from "../format/errors.ts";
+import type { FormatName } from "../format/types.ts";
+import { incarnationHex } from "../partition/incarnation.ts";
+import { type PartitionId, partitionLabel, partitionRelPath } from "../partition/layout.ts";
+import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+import {
+  type PartitionState,
+  type SegmentMeta,
+  type SegmentRecord,
+  segmentsOf,
+} from "../state/segment_state.ts";
+import { segmentKeys } from "../tier/keys.ts";
+import { fromUserMetadata } from "../tier/metadata.ts";
+import { tieredTopic } from "../tier/tier_pass.ts";
+import type { ReadContext } from "./context.ts";
+import { SegmentCorrupt, UnknownPartition } from "./errors.ts";
+import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
+
+/** A verified copy of a segment in the store. */
+export interface RemoteCopy {
+  keys: { log: string; index: string };
+  /** What COPY_SEGMENT_FINISHED recorded (end offset, sizes, timestamps, checksum). */
+  meta: SegmentMeta;
+  /**
+   * Where the copy sits in the partition's remote bytes: the partition (incarnation and
+   * generation included) and the summed sizes of every older copy of this generation, deleted
+   * ones too, so positions stay put when retention removes old segments. For the chunk cache's
+   * cold-reader detection.
+   */
+  position: { partition: string; base: number };
+}
+
+/** One segment, wherever its bytes are. */
+export interface CatalogSegment {
+  kind: "segment";
+  /** Start offset (the segment's name). */
+  start: bigint;
+  /**
+   * Inclusive end offset when known: from the journal for a remote copy, from the successor's
+   * start for a local one; undefined for the last local segment.
+   */
+  end?: bigint;
+  /** The broker's files, if still there when the catalog was built. */
+  local?: SegmentFiles;
+  /** True for the broker's last (active) segment, whose tail may still be written. */
+  active: boolean;
+  remote?: RemoteCopy;
+}
+
+/** Offsets the broker deleted before tierd copied them: reads report them, never skip them. */
+export interface CatalogGap {
+  kind: "gap";
+  start: bigint;
+  /** Inclusive. */
+  end: bigint;
+}
+
+export type CatalogEntry = CatalogSegment | CatalogGap;
+
+/** A partition's segments and gaps in offset order. */
+export interface Catalog {
+  id: PartitionId;
+  /** `"{s}/{t}/{p}"` for messages. */
+  label: string;
+  /** The broker's partition directory (may no longer exist). */
+  dir: string;
+  /** Identity of the directory, `"{dev}:{ino}"`, when it exists. */
+  dirIdentity?: string;
+  /** The journal state, when there is one for this incarnation of the directory. */
+  state?: PartitionState;
+  entries: CatalogEntry[];
+}
+
+/**
+ * Builds the catalog of one partition from its directory and journal.
+ *
+ * A journal recorded for another incarnation of the directory (the topic was deleted and
+ * recreated, and the agent has not noticed yet) is ignored: its remote segments are not this
+ * partition's.
+ *
+ * @throws {UnknownPartition} when the topic is not tiered, or neither a directory nor a journal exists
+ */
+export async function loadCatalog(ctx: ReadContext, id: PartitionId): Promise<Catalog> {
+  const label = partitionLabel(id);
+  if (!tieredTopic(ctx.config, id)) {
+    throw new UnknownPartition(label, "its topic is not tiered (no [[topic]] entry)");
+  }
+  const dir = join(ctx.config.agent.data_dir, partitionRelPath(id));
+  const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT" || err.code === "ENOTDIR") return undefined;
+    throw err;
+  });
+  let state = await ctx.states.state(id);
+  if (!dirStat?.isDirectory() && !state) {
+    throw new UnknownPartition(label, "no partition directory and no journal");
+  }
+  if (
+    dirStat && state?.incarnation !== undefined &&
+    (state.device !== dirStat.dev || state.inode !== dirStat.ino)
+  ) {
+    state = undefined;
+  }
+  const local = dirStat?.isDirectory()
+    ? await listSegments(dir, { now: ctx.now(), quiescenceMs: ctx.config.agent.seal_quiescence })
+      .catch((err: NodeJS.ErrnoException) => {
+        if (err.code === "ENOENT") return [];
+        throw err;
+      })
+    : [];
+  return {
+    id,
+    label,
+    dir,
+    dirIdentity: dirStat ? `${dirStat.dev}:${dirStat.ino}` : undefined,
+    state,
+    entries: mergeEntries(ctx, id, local, state),
+  };
+}
+
+function mergeEntries(
+  ctx: ReadContext,
+  id: PartitionId,
+  local: SegmentFiles[],
+  state: PartitionState | undefined,
+): CatalogEntry[] {
+  const segments = new Map<bigint, CatalogSegment>();
+  local.forEach((files, i) => {
+    segments.set(files.start, {
+      kind: "segment",
+      start: files.start,
+      local: files,
+      active: i === local.length - 1,
+    });
+  });
+  const lost: SegmentRecord[] = [];
+  if (state?.incarnation !== undefined) {
+    const loc = {
+      ...id,
+      prefix: ctx.prefix,
+      clusterId: ctx.config.agent.cluster_id,
+      incarnation: state.incarnation,
+      generation: state.generation,
+    };
+    const partition = `${partitionLabel(id)}@${
+      incarnationHex(state.incarnation)
+    }-${state.generation}`;
+    let base = 0;
+    for (const r of segmentsOf(state)) {
+      if (r.state === "LOST_BEFORE_UPLOAD") lost.push(r);
+      const position = { partition, base };
+      base += r.meta?.size ?? 0;
+      if (r.state !== "COPY_SEGMENT_FINISHED" || !r.meta) continue;
+      const remote = { keys: segmentKeys(loc, r.start), meta: r.meta, position };
+      const s = segments.get(r.start);
+      if (s) s.remote = remote;
+      else segments.set(r.start, { kind: "segment", start: r.start, active: false, remote });
+    }
+  }
+  const sorted = [...segments.values()].sort(byStart);
+  sorted.forEach((s, i) => {
+    s.end = s.remote?.meta.endOffset ??
+      (i + 1 < sorted.length ? sorted[i + 1].start - 1n : undefined);
+  });
+  const entries: CatalogEntry[] = [...sorted];
+  for (const r of lost) {
+    if (segments.has(r.start)) continue; // the segment reappeared; its bytes win
+    const next = sorted.find((s) => s.start > r.start);
+    const end = r.lostEndOffset ?? (next ? next.start - 1n : undefined);
+    if (end === undefined || end < r.start) continue;
+    entries.push({ kind: "gap", start: r.start, end });
+  }
+  return entries.sort(byStart);
+}
+
+function byStart(a: { start: bigint }, b: { start: bigint }): number {
+  return a.start < b.start ? -1 : a.start > b.start ? 1 : 0;
+}
+
+/**
+ * The partition's segment format: the configured one, else detected from a local segment, else
+ * read from a remote `.log` object's metadata. Cached per directory identity (or incarnation).
+ *
+ * @returns undefined when nothing tells yet (no local bytes and no remote copy)
+ * @throws {SegmentCorrupt} when local segments match neither format
+ * @throws {ReadError} when the store must be asked and fails
+ */
+export async function catalogFormat(
+  ctx: ReadContext,
+  catalog: Catalog,
+  deadline: ReadDeadline,
+): Promise<FormatName | undefined> {
+  const configured = ctx.config.agent.format;
+  if (configured !== "auto") return configured;
+  const cacheKey = catalog.state?.incarnation !== undefined
+    ? `incarnation:${catalog.state.incarnation}`
+    : catalog.dirIdentity && `dir:${catalog.dirIdentity}`;
+  const cached = cacheKey ? ctx.formats.get(cacheKey) : undefined;
+  if (cached) return cached;
+  let format: FormatName | undefined;
+  for (const e of catalog.entries) {
+    if (e.kind !== "segment" || !e.local || e.local.logSize === 0) continue;
+    format = await detectFormat(e.local.logPath, e.local.indexPath).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === "ENOENT") return undefined; // removed by the broker meanwhile
+        if (err instanceof FormatError) throw new SegmentCorrupt("local", err.file, err);
+        throw err;
+      },
+    );
+    if (format) break;
+  }
+  if (!format) {
+    const remote = catalog.entries.find((e): e is CatalogSegment & { remote: RemoteCopy } =>
+      e.kind === "segment" && e.remote !== undefined
+    );
+    if (remote) {
+      const key = remote.remote.keys.log;
+      // Cached when the HEAD completes, even after this read stopped waiting for it.
+      const pending = ctx.store.head(key).then((head) => {
+        const f = fromUserMetadata(key, head.metadata).format;
+        if (cacheKey) ctx.formats.set(cacheKey, f);
+        return f;
+      });
+      try {
+        return await within(pending, deadline, key);
+      } catch (err) {
+        throw readFailure(err, key, remote.start);
+      }
+    }
+  }
+  if (format && cacheKey) ctx.formats.set(cacheKey, format);
+  return format;
+}

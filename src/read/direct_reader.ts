@@ -1,0 +1,72 @@
+// The no-cache RangeReader: one ranged GET per read. Used by tests, by `tierd read`, and as the
+// fallback where no chunk cache is configured.
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
+import type { ChunkSource, RangeReader, RangeReadOptions } from "../cache/types.ts";
+import { outcomeOf } from "../metrics/instrument_store.ts";
+import type { TierdMetrics } from "../metrics/tierd.ts";
+
+/** Options of {@link DirectRangeReader}. */
+export interface DirectRangeReaderOptions {
+  /** Counts `tierd_fetches_total{outcome}` and observes `tierd_fetch_duration_seconds`. */
+  metrics?: TierdMetrics;
+}
+
+/**
+ * Reads byte ranges of remote objects straight from the store.
+ *
+ * @example
+ * ```ts
+ * const reader = new DirectRangeReader(store);
+ * const bytes = await reader.read(source, 0, 4096);
+ * ```
+ */
+export class DirectRangeReader implements RangeReader {
+  readonly #store: ObjectStore;
+  readonly #metrics?: TierdMetrics;
+
+  constructor(store: ObjectStore, options: DirectRangeReaderOptions = {}) {
+    this.#store = store;
+    this.#metrics = options.metrics;
+  }
+
+  /**
+   * Bytes [start, start + length) of `src`, clamped to `src.size`.
+   *
+   * @throws {StoreError} what the store throws (`NotFound`, `Throttled`, `Transport`, …), and
+   *   `Transport` when the store answers with fewer bytes than the range holds
+   * @throws {RangeError} for a negative or non-integer start or length
+   */
+  async read(
+    src: ChunkSource,
+    start: number,
+    length: number,
+    options: RangeReadOptions = {},
+  ): Promise<Uint8Array> {
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 0) {
+      throw new RangeError(`bad range ${start}+${length} of ${src.key}`);
+    }
+    const want = Math.max(0, Math.min(length, src.size - start));
+    if (want === 0) return new Uint8Array(0);
+    const started = performance.now();
+    try {
+      const { bytes } = await this.#store.get(src.key, {
+        range: { start, length: want },
+        signal: options.signal,
+      });
+      if (bytes.length !== want) {
+        throw new StoreError(
+          "Transport",
+          `short body: ${bytes.length} of ${want} bytes at ${start} of ${src.key}`,
+          { op: "get", key: src.key },
+        );
+      }
+      this.#metrics?.fetches.inc({ outcome: "ok" });
+      return bytes;
+    } catch (err) {
+      this.#metrics?.fetches.inc({ outcome: outcomeOf(err) });
+      throw err;
+    } finally {
+      this.#metrics?.fetchDuration.observe(undefined, (performance.now() - started) / 1000);
+    }
+  }
+}

@@ -1,0 +1,104 @@
+// A summary of every tiered partition — where its segments are, its floor, its bytes — for
+// `GET /v1/partitions`, the status page and the per-partition gauges.
+import type { FormatName } from "../format/types.ts";
+import { discoverPartitions } from "../partition/discover.ts";
+import { segmentsOf } from "../state/segment_state.ts";
+import { tieredTopic } from "../tier/tier_pass.ts";
+import { type Catalog, catalogFormat, loadCatalog } from "./catalog.ts";
+import type { ReadContext } from "./context.ts";
+import { UnknownPartition } from "./errors.ts";
+import { deadlineIn } from "./_fetch.ts";
+
+/** One partition's tiering at a glance. */
+export interface PartitionSummary {
+  stream: number;
+  topic: number;
+  partition: number;
+  /** Undefined until there are bytes to tell from. */
+  format?: FormatName;
+  incarnation?: bigint;
+  generation: bigint;
+  /** `tiered_up_to_offset`; -1n before the first copy. */
+  floor: bigint;
+  segments: {
+    /** Segments with local files (the active one included). */
+    local: number;
+    /** Local segments also verified in the store. */
+    uploaded: number;
+    /** Segments only in the store (evicted locally). */
+    remote: number;
+    /** Segments in DANGLING, every generation. */
+    dangling: number;
+  };
+  /** Bytes of local `.log` files. */
+  localBytes: number;
+  /** Bytes of verified copies in the store (uploaded and remote). */
+  remoteBytes: number;
+  /** Local bytes of DANGLING segments. */
+  danglingBytes: number;
+}
+
+/**
+ * Summarizes every tiered partition found in the data directory. A partition whose format
+ * cannot be told (store down, no local bytes) is still listed, without a format.
+ */
+export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSummary[]> {
+  const found = await discoverPartitions(
+    ctx.config.agent.data_dir,
+    (id) => tieredTopic(ctx.config, id) !== undefined,
+  );
+  const out: PartitionSummary[] = [];
+  for (const part of found) {
+    let catalog: Catalog;
+    try {
+      catalog = await loadCatalog(ctx, part);
+    } catch (err) {
+      if (err instanceof UnknownPartition) continue; // removed while we listed
+      throw err;
+    }
+    const format = await catalogFormat(ctx, catalog, deadlineIn(ctx.fetchTimeoutMs))
+      .catch(() => undefined);
+    out.push(summarize(catalog, format));
+  }
+  return out;
+}
+
+/** The summary of one catalog. */
+export function summarize(catalog: Catalog, format?: FormatName): PartitionSummary {
+  const s: PartitionSummary = {
+    ...catalog.id,
+    format,
+    incarnation: catalog.state?.incarnation,
+    generation: catalog.state?.generation ?? 0n,
+    floor: catalog.state?.floor ?? -1n,
+    segments: { local: 0, uploaded: 0, remote: 0, dangling: 0 },
+    localBytes: 0,
+    remoteBytes: 0,
+    danglingBytes: 0,
+  };
+  const localSize = new Map<bigint, number>();
+  for (const e of catalog.entries) {
+    if (e.kind !== "segment") continue;
+    if (e.local) {
+      s.segments.local++;
+      s.localBytes += e.local.logSize;
+      localSize.set(e.start, e.local.logSize);
+    }
+    if (e.remote) {
+      if (e.local) s.segments.uploaded++;
+      else s.segments.remote++;
+      s.remoteBytes += e.remote.meta.size;
+    }
+  }
+  const state = catalog.state;
+  if (state) {
+    for (const generation of state.segments.keys()) {
+      for (const r of segmentsOf(state, generation)) {
+        if (r.state !== "DANGLING") continue;
+        s.segments.dangling++;
+        if (generation === state.generation) s.danglingBytes += localSize.get(r.start) ?? 0;
+      }
+    }
+  }
+  return s;
+}

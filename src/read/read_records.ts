@@ -1,0 +1,530 @@
+// The read path (DESIGN §7): finds the segment holding a start offset or timestamp, uses its
+// index to find the record, and walks whole records across segment boundaries — remote into
+// local — until `maxBytes`. Local bytes are preferred; bytes from the store are always
+// checksum-verified.
+//
+// Semantics a client relies on:
+// - An offset inside an Iggy 0.9 batch returns that whole batch: `firstOffset` is the batch's
+//   base offset, which may be below the offset asked for. Iggy 0.8 records are single messages.
+// - A timestamp read starts at the first record whose server timestamp is at or after it.
+// - At least one whole record is returned, even one larger than `maxBytes`; after that a record
+//   is added only while the total stays within `maxBytes`.
+// - An answer never spans a hole: a read that reaches a `lost_before_upload` gap (or an
+//   unrecorded hole between segments) stops before it. A read that starts inside one answers
+//   from the first offset after it, with `gap` set to the missing range.
+import { readFile, stat } from "node:fs/promises";
+import { readSegmentBounds } from "../format/bounds.ts";
+import { codecFor, type SegmentCodec } from "../format/codec.ts";
+import { FormatError } from "../format/errors.ts";
+import type { FormatName, RecordInfo } from "../format/types.ts";
+import { initHashes } from "../hash.ts";
+import type { PartitionId } from "../partition/layout.ts";
+import { getSegment } from "../state/segment_state.ts";
+import type { PositionedChunkSource } from "../cache/types.ts";
+import {
+  type Catalog,
+  type CatalogEntry,
+  catalogFormat,
+  type CatalogSegment,
+  loadCatalog,
+} from "./catalog.ts";
+import type { ReadContext } from "./context.ts";
+import {
+  OffsetBelowRetention,
+  OffsetPastEnd,
+  ReadError,
+  RemoteObjectMissing,
+  SegmentCorrupt,
+} from "./errors.ts";
+import { deadlineIn, type ReadDeadline, readFailure, within } from "./_fetch.ts";
+import { openLocalLog, ReadWindow, remoteLog, type SegmentLog } from "./segment_log.ts";
+import {
+  EMPTY_INDEX,
+  parseSegmentIndex,
+  seekOffset,
+  seekTimestamp,
+  type SegmentIndex,
+} from "./segment_index.ts";
+
+/** What to read. Exactly one of `offset` and `timestamp` is set. */
+export interface ReadRequest {
+  partition: PartitionId;
+  /** Start at the record holding this offset. */
+  offset?: bigint;
+  /** Start at the first record with a server timestamp (µs) at or after this. */
+  timestamp?: bigint;
+  /** Byte budget of the answer (at least one whole record is always returned). */
+  maxBytes: number;
+  /** Stops the walk between steps. Fetches already issued complete, so the cache keeps them. */
+  signal?: AbortSignal;
+  /** Identifies a sequential reader to the chunk cache (readahead). */
+  readerId?: string;
+}
+
+/** Where the returned bytes came from. */
+export type ReadSource = "local" | "remote" | "mixed";
+
+/** A read's answer: whole records, byte for byte as the segments hold them. */
+export interface ReadResult {
+  bytes: Uint8Array<ArrayBuffer>;
+  /** First offset of the first returned record (a 0.9 batch's base offset). */
+  firstOffset: bigint;
+  /** The offset after the last returned record: where the next read starts. */
+  nextOffset: bigint;
+  source: ReadSource;
+  /** Offsets the answer had to skip because they are gone (inclusive range). */
+  gap?: { from: bigint; to: bigint };
+  format: FormatName;
+  /** Number of records (0.8 messages or 0.9 batches) in `bytes`. */
+  records: number;
+}
+
+/** Bytes fetched at least per window miss while walking record headers. */
+const LOCAL_WINDOW = 256 * 1024;
+const REMOTE_WINDOW = 64 * 1024;
+
+/**
+ * Reads whole records of a partition.
+ *
+ * @throws {UnknownPartition} the partition is not a tiered partition tierd knows
+ * @throws {OffsetBelowRetention} the offset is below the first one still available
+ * @throws {OffsetPastEnd} nothing at or after the start (yet)
+ * @throws {RemoteObjectMissing} a copied object is gone from the store (data loss; also counted
+ *   in `tierd_remote_objects_missing_total`)
+ * @throws {SegmentCorrupt} bytes failed validation (checksums, for bytes from the store)
+ * @throws {StoreUnavailable} / {FetchTimeout} / {CacheFull} the store is down, throttling or
+ *   slow, or the chunk cache is full: retry later
+ * @throws {RangeError} for a request without exactly one start or with a bad `maxBytes`
+ * @example
+ * ```ts
+ * const ctx = createReadContext({ config, store, prefix: "iggy" });
+ * const partition = { stream: 1, topic: 1, partition: 0 };
+ * const r = await readRecords(ctx, { partition, offset: 0n, maxBytes: 1 << 20 });
+ * ```
+ */
+export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<ReadResult> {
+  if ((req.offset === undefined) === (req.timestamp === undefined)) {
+    throw new RangeError("a read needs exactly one of offset and timestamp");
+  }
+  if (!Number.isSafeInteger(req.maxBytes) || req.maxBytes < 1) {
+    throw new RangeError(`maxBytes must be a positive integer, got ${req.maxBytes}`);
+  }
+  await initHashes();
+  const deadline = deadlineIn(ctx.fetchTimeoutMs);
+  let result: ReadResult;
+  try {
+    for (let attempt = 0;; attempt++) {
+      const catalog = await loadCatalog(ctx, req.partition);
+      try {
+        result = await new RecordWalk(ctx, catalog, req, deadline).run();
+        break;
+      } catch (err) {
+        // Retention may have deleted the segment after the catalog was built: plan again.
+        if (
+          attempt === 0 && err instanceof RemoteObjectMissing && await retired(ctx, catalog, err)
+        ) {
+          continue;
+        }
+        throw err;
+      }
+    }
+  } catch (err) {
+    countFailure(ctx, err);
+    throw err;
+  }
+  ctx.metrics?.reads.inc({ source: result.source, outcome: result.gap ? "gap" : "ok" });
+  ctx.metrics?.readBytes.inc({ source: result.source }, result.bytes.length);
+  return result;
+}
+
+/** True when the journal no longer lists the missing object's segment as a verified copy. */
+async function retired(ctx: ReadContext, catalog: Catalog, err: RemoteObjectMissing) {
+  const before = catalog.state;
+  if (!before || err.segment === undefined) return false;
+  const now = await ctx.states.state(catalog.id);
+  if (!now || now.incarnation !== before.incarnation || now.generation !== before.generation) {
+    return true;
+  }
+  return getSegment(now, now.generation, err.segment)?.state !== "COPY_SEGMENT_FINISHED";
+}
+
+function countFailure(ctx: ReadContext, err: unknown): void {
+  const outcome = err instanceof ReadError ? err.code : "error";
+  ctx.metrics?.reads.inc({ source: "none", outcome });
+  if (err instanceof RemoteObjectMissing) {
+    ctx.metrics?.remoteObjectsMissing.inc();
+    ctx.logger.error("remote object missing: data loss", {
+      key: err.key,
+      segment: err.segment,
+    });
+  } else if (err instanceof SegmentCorrupt) {
+    ctx.logger.error("segment bytes failed validation", { where: err.where, file: err.file, err });
+  }
+}
+
+/** One read's walk over a catalog. */
+class RecordWalk {
+  readonly #ctx: ReadContext;
+  readonly #catalog: Catalog;
+  readonly #req: ReadRequest;
+  readonly #deadline: ReadDeadline;
+  #codec!: SegmentCodec;
+  /** The offset the answer must start at (moved past a gap the read started in). */
+  #target: bigint;
+  readonly #parts: Uint8Array[] = [];
+  #taken = 0;
+  #records = 0;
+  #first?: bigint;
+  #next?: bigint;
+  #gap?: { from: bigint; to: bigint };
+  readonly #sources = new Set<"local" | "remote">();
+  /** The offset after the last segment scanned without a start, for "past the end" answers. */
+  #scannedTo?: bigint;
+
+  constructor(ctx: ReadContext, catalog: Catalog, req: ReadRequest, deadline: ReadDeadline) {
+    this.#ctx = ctx;
+    this.#catalog = catalog;
+    this.#req = req;
+    this.#deadline = deadline;
+    this.#target = req.offset ?? 0n;
+  }
+
+  get #byOffset(): boolean {
+    return this.#req.offset !== undefined;
+  }
+
+  get #startText(): string {
+    return this.#byOffset ? `offset ${this.#req.offset}` : `timestamp ${this.#req.timestamp}`;
+  }
+
+  async run(): Promise<ReadResult> {
+    const { entries, label } = this.#catalog;
+    const format = await catalogFormat(this.#ctx, this.#catalog, this.#deadline);
+    if (!format || entries.length === 0) throw new OffsetPastEnd(label, this.#startText);
+    this.#codec = codecFor(format);
+    let i = this.#byOffset ? this.#entryOfOffset() : await this.#entryOfTimestamp();
+    for (; i < entries.length; i++) {
+      this.#req.signal?.throwIfAborted();
+      const e = entries[i];
+      if (e.kind === "gap") {
+        if (this.#first !== undefined) break; // never span a gap; the next read reports it
+        this.#gap ??= { from: e.start, to: e.end };
+        continue;
+      }
+      if (this.#next !== undefined && e.start !== this.#next) break; // an unrecorded hole
+      if (await this.#segment(e, entries[i - 1])) break;
+    }
+    if (this.#first === undefined || this.#next === undefined) {
+      throw new OffsetPastEnd(label, this.#startText, this.#scannedTo);
+    }
+    return {
+      bytes: concat(this.#parts),
+      firstOffset: this.#first,
+      nextOffset: this.#next,
+      source: this.#sources.size > 1 ? "mixed" : [...this.#sources][0],
+      ...(this.#gap && { gap: this.#gap }),
+      format,
+      records: this.#records,
+    };
+  }
+
+  /** The entry holding the start offset; a start inside a gap moves past it. */
+  #entryOfOffset(): number {
+    const { entries, label } = this.#catalog;
+    const offset = this.#target;
+    if (offset < entries[0].start) {
+      throw new OffsetBelowRetention(label, offset, entries[0].start);
+    }
+    let i = entries.length - 1;
+    while (entries[i].start > offset) i--;
+    const e = entries[i];
+    if (e.kind === "gap") {
+      if (offset <= e.end) {
+        this.#gap = { from: e.start, to: e.end };
+        this.#target = e.end + 1n;
+      }
+      return i + 1;
+    }
+    return i;
+  }
+
+  /**
+   * A segment at or before the first one whose max timestamp reaches the start timestamp, or
+   * `entries.length`. Binary search (server timestamps do not decrease along a partition); a
+   * segment whose max is unknown counts as reaching it, which can only make the walk start
+   * earlier — it seeks forward across segments to the first record at or after the timestamp.
+   */
+  async #entryOfTimestamp(): Promise<number> {
+    const { entries } = this.#catalog;
+    const segments = entries.flatMap((e, i) => (e.kind === "segment" ? [i] : []));
+    let lo = 0;
+    let hi = segments.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const max = await this.#maxTimestamp(entries[segments[mid]] as CatalogSegment);
+      if (max === undefined || max >= this.#req.timestamp!) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo < segments.length ? segments[lo] : entries.length;
+  }
+
+  /**
+   * A segment's max timestamp: recorded for a remote copy, read from the index for a local
+   * segment; undefined when there is none to compare (empty, vanished, or its tail is torn).
+   */
+  async #maxTimestamp(e: CatalogSegment): Promise<bigint | undefined> {
+    if (e.remote) return e.remote.meta.maxTimestamp;
+    const local = e.local!;
+    try {
+      const b = await readSegmentBounds(local.logPath, local.indexPath, this.#codec.name, e.start);
+      return b.messageCount === 0n ? undefined : b.maxTimestamp;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" || err instanceof FormatError) {
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  /** Reads what the answer needs from one segment; true when the answer is complete. */
+  async #segment(e: CatalogSegment, prev: CatalogEntry | undefined): Promise<boolean> {
+    const log = await this.#open(e);
+    if (!log) return false; // gone locally and never copied: the hole check stops a spanning read
+    try {
+      return await this.#walk(e, log, prev);
+    } finally {
+      await log.close();
+    }
+  }
+
+  /** Local bytes when the file is still there, else the remote copy. */
+  async #open(e: CatalogSegment): Promise<SegmentLog | undefined> {
+    if (e.local) {
+      const log = await openLocalLog(e.local.logPath);
+      if (log) return log;
+      this.#ctx.logger.debug("local segment vanished during a read", {
+        partition: this.#catalog.label,
+        segment: e.start,
+        remote: e.remote !== undefined,
+      });
+    }
+    if (!e.remote) return undefined;
+    return remoteLog(this.#ctx, this.#source(e), e.start, this.#deadline, this.#req.readerId);
+  }
+
+  #source(e: CatalogSegment): PositionedChunkSource {
+    const { keys, meta, position } = e.remote!;
+    return {
+      key: keys.log,
+      checksum: meta.checksum,
+      size: meta.size,
+      recordStarts: async () => (await this.#remoteIndex(e)).recordStarts(),
+      position,
+    };
+  }
+
+  /** Walks `log` from the start record (or its beginning) and takes records within budget. */
+  async #walk(e: CatalogSegment, log: SegmentLog, prev: CatalogEntry | undefined) {
+    const seeking = this.#first === undefined;
+    let { position: pos, offset: expected } = seeking
+      ? await this.#seek(e, log)
+      : { position: 0, offset: e.start };
+    const window = new ReadWindow(log, log.where === "local" ? LOCAL_WINDOW : REMOTE_WINDOW);
+    let from: number | undefined;
+    let firstHere = expected;
+    let done = false;
+    while (pos < log.size) {
+      const info = await this.#header(window, e, log, pos, expected);
+      if (!info) break; // the active segment's tail is still being written
+      if (from === undefined && seeking && !this.#isStart(info)) {
+        pos += info.size;
+        expected = info.lastOffset + 1n;
+        continue;
+      }
+      if (this.#taken > 0 && this.#taken + info.size > this.#req.maxBytes) {
+        done = true;
+        break;
+      }
+      if (from === undefined) {
+        from = pos;
+        firstHere = info.firstOffset;
+        if (seeking) this.#found(info, prev);
+        // One fetch for the headers and the bytes of everything that can fit.
+        await window.ensure(pos, this.#req.maxBytes - this.#taken + this.#codec.headerSize);
+      }
+      this.#taken += info.size;
+      this.#records++;
+      this.#next = info.lastOffset + 1n;
+      pos += info.size;
+      expected = this.#next;
+      if (this.#taken >= this.#req.maxBytes) {
+        done = true;
+        break;
+      }
+    }
+    if (from === undefined) this.#scannedTo = expected; // nothing here: the next offset, so far
+    else {
+      const bytes = await window.read(from, pos - from);
+      this.#validate(bytes, e, log, from, firstHere);
+      this.#parts.push(bytes);
+      this.#sources.add(log.where);
+    }
+    return done;
+  }
+
+  #isStart(info: RecordInfo): boolean {
+    return this.#byOffset
+      ? info.lastOffset >= this.#target
+      : info.timestamp >= this.#req.timestamp!;
+  }
+
+  /** The answer's first record was found: note its offset, and any hole before it. */
+  #found(info: RecordInfo, prev: CatalogEntry | undefined): void {
+    this.#first = info.firstOffset;
+    if (this.#gap) return;
+    if (this.#byOffset && info.firstOffset > this.#target) {
+      this.#gap = { from: this.#target, to: info.firstOffset - 1n };
+    } else if (
+      !this.#byOffset && prev?.kind === "gap" && info.firstOffset === prev.end + 1n
+    ) {
+      // Records at or after the timestamp may have been in the lost segment.
+      this.#gap = { from: prev.start, to: prev.end };
+    }
+  }
+
+  /** Where to start walking for the start offset or timestamp, from the segment's index. */
+  async #seek(e: CatalogSegment, log: SegmentLog) {
+    const index = log.where === "remote" ? await this.#remoteIndex(e) : await this.#localIndex(
+      e,
+      log,
+    );
+    return this.#byOffset
+      ? seekOffset(index, e.start, this.#target)
+      : seekTimestamp(index, e.start, this.#req.timestamp!);
+  }
+
+  /** The remote `.index`, through the index LRU, waiting at most until the deadline. */
+  async #remoteIndex(e: CatalogSegment): Promise<SegmentIndex> {
+    const { keys, meta } = e.remote!;
+    if (meta.indexSize === 0) return EMPTY_INDEX;
+    const codec = this.#codec;
+    const load = async () => {
+      const { bytes } = await this.#ctx.store.get(keys.index);
+      return parseSegmentIndex(codec, bytes, {
+        file: keys.index,
+        startOffset: e.start,
+        logSize: meta.size,
+      });
+    };
+    try {
+      return await within(
+        this.#ctx.indexes.get(`remote:${keys.index}:${meta.checksum}`, load),
+        this.#deadline,
+        keys.index,
+      );
+    } catch (err) {
+      throw readFailure(err, keys.index, e.start);
+    }
+  }
+
+  /**
+   * The local `.index`. It is only a hint: a missing or unusable one (the active segment's index
+   * may trail or lead its log) means walking from the start of the log.
+   */
+  async #localIndex(e: CatalogSegment, log: SegmentLog): Promise<SegmentIndex> {
+    const path = e.local!.indexPath;
+    const st = await stat(path).catch(() => undefined);
+    if (!st || st.size < this.#codec.indexEntrySize) return EMPTY_INDEX;
+    const codec = this.#codec;
+    const load = async () => {
+      const raw = await readFile(path).catch(() => new Uint8Array(0));
+      const whole = raw.subarray(0, raw.length - (raw.length % codec.indexEntrySize));
+      try {
+        return parseSegmentIndex(codec, whole, {
+          file: path,
+          startOffset: e.start,
+          logSize: log.size,
+        });
+      } catch (err) {
+        if (!(err instanceof FormatError)) throw err;
+        this.#ctx.logger.debug("local index unusable; walking the log", { file: path, err });
+        return EMPTY_INDEX;
+      }
+    };
+    return await this.#ctx.indexes.get(`local:${path}:${st.size}:${st.mtimeMs}:${log.size}`, load);
+  }
+
+  /** The record header at `pos`, validated; undefined at the active segment's torn tail. */
+  async #header(
+    window: ReadWindow,
+    e: CatalogSegment,
+    log: SegmentLog,
+    pos: number,
+    expected: bigint,
+  ): Promise<RecordInfo | undefined> {
+    const codec = this.#codec;
+    const tornTailIsEnd = log.where === "local" && e.active;
+    const available = log.size - pos;
+    const header = await window.read(pos, codec.headerSize);
+    try {
+      if (header.length < codec.headerSize) {
+        if (tornTailIsEnd) return undefined;
+        throw new FormatError(
+          "straddles_eof",
+          log.name,
+          pos,
+          `record header needs ${codec.headerSize} bytes but the log ends after ${header.length}`,
+        );
+      }
+      const info = codec.recordHeader(header, { file: log.name, position: pos });
+      if (info.size > available) {
+        if (tornTailIsEnd) return undefined;
+        throw new FormatError(
+          "straddles_eof",
+          log.name,
+          pos,
+          `record needs ${info.size} bytes but the log ends after ${available}`,
+        );
+      }
+      if (info.firstOffset !== expected) {
+        throw new FormatError(
+          "offset_gap",
+          log.name,
+          pos,
+          `record starts at offset ${info.firstOffset}, expected ${expected}`,
+        );
+      }
+      return info;
+    } catch (err) {
+      if (err instanceof FormatError) throw new SegmentCorrupt(log.where, log.name, err);
+      throw err;
+    }
+  }
+
+  /** Validates the taken bytes; checksums are always verified for bytes from the store. */
+  #validate(bytes: Uint8Array, e: CatalogSegment, log: SegmentLog, from: number, first: bigint) {
+    try {
+      const walk = this.#codec.walk(bytes, {
+        file: log.name,
+        startOffset: e.start,
+        expectedOffset: first,
+        filePosition: from,
+        verify: log.where === "remote",
+      });
+      for (const _ of walk) { /* each record is validated as it is yielded */ }
+    } catch (err) {
+      if (err instanceof FormatError) throw new SegmentCorrupt(log.where, log.name, err);
+      throw err;
+    }
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

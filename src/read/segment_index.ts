@@ -1,0 +1,158 @@
+// A segment's `.index`, validated once and searched many times: where a read starts in the
+// `.log` for an offset or a timestamp (DESIGN §7). 0.8 indexes are dense (every message),
+// 0.9 indexes sparse (some batches); both are hints the walker confirms from record headers.
+import type { ParseIndexOptions, SegmentCodec } from "../format/codec.ts";
+import { INDEX_ENTRY_SIZE_08, scanIndex08 } from "../format/iggy08.ts";
+import type { IndexEntry } from "../format/types.ts";
+
+/** Where to start walking record headers. */
+export interface SeekHint {
+  /** A record boundary in the `.log`. */
+  position: number;
+  /** The first offset of the record at `position`. */
+  offset: bigint;
+}
+
+/** A parsed, validated segment index. */
+export interface SegmentIndex {
+  /** Number of entries. */
+  readonly count: number;
+  /** Approximate memory held, for the cache budget. */
+  readonly bytes: number;
+  /** Entry `i` (0 ≤ i < count), with the record's START position. */
+  entry(i: number): IndexEntry;
+  /** Index of the last entry whose offset is at or below `offset`; -1 if none. */
+  floorOffset(offset: bigint): number;
+  /** Record start positions, ascending, starting with 0 (computed once). */
+  recordStarts(): readonly number[];
+}
+
+/** A 0.8 dense index kept as its raw bytes: entry `i` is offset `start + i`. */
+class DenseIndex implements SegmentIndex {
+  readonly count: number;
+  readonly #view: DataView;
+  readonly #start: bigint;
+  #starts?: number[];
+
+  constructor(raw: Uint8Array, startOffset: bigint) {
+    this.count = Math.floor(raw.length / INDEX_ENTRY_SIZE_08);
+    this.#view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    this.#start = startOffset;
+  }
+
+  get bytes(): number {
+    return this.#view.byteLength + (this.#starts ? this.#starts.length * 8 : 0);
+  }
+
+  entry(i: number): IndexEntry {
+    const at = i * INDEX_ENTRY_SIZE_08;
+    return {
+      offset: this.#start + BigInt(i),
+      // Entries store END positions: a message starts where the previous one ended.
+      position: i === 0 ? 0 : this.#view.getUint32(at - INDEX_ENTRY_SIZE_08 + 4, true),
+      timestamp: this.#view.getBigUint64(at + 8, true),
+    };
+  }
+
+  floorOffset(offset: bigint): number {
+    // Dense: the entry of an offset is found by arithmetic, no search.
+    if (offset < this.#start) return -1;
+    const rel = offset - this.#start;
+    return rel >= BigInt(this.count) ? this.count - 1 : Number(rel);
+  }
+
+  recordStarts(): readonly number[] {
+    return this.#starts ??= Array.from({ length: this.count }, (_, i) => this.entry(i).position);
+  }
+}
+
+/** A 0.9 sparse index: a few entries, kept parsed. */
+class SparseIndex implements SegmentIndex {
+  readonly #entries: IndexEntry[];
+  #starts?: number[];
+
+  constructor(entries: IndexEntry[]) {
+    this.#entries = entries;
+  }
+
+  get count(): number {
+    return this.#entries.length;
+  }
+
+  get bytes(): number {
+    return 64 + this.#entries.length * 48;
+  }
+
+  entry(i: number): IndexEntry {
+    return this.#entries[i];
+  }
+
+  floorOffset(offset: bigint): number {
+    return lastWhere(this, (e) => e.offset <= offset);
+  }
+
+  recordStarts(): readonly number[] {
+    return this.#starts ??= [
+      0,
+      ...this.#entries.map((e) => e.position).filter((p) => p > 0),
+    ];
+  }
+}
+
+/**
+ * Parses and validates an index for `codec`.
+ *
+ * @throws {FormatError} as `codec.parseIndex` does
+ */
+export function parseSegmentIndex(
+  codec: SegmentCodec,
+  raw: Uint8Array,
+  ctx: ParseIndexOptions,
+): SegmentIndex {
+  if (codec.name === "iggy-0.8") {
+    scanIndex08(raw, ctx); // validates without allocating per entry
+    return new DenseIndex(raw, ctx.startOffset);
+  }
+  return new SparseIndex(codec.parseIndex(raw, ctx));
+}
+
+/** An index with no entries: walks start at the beginning of the `.log`. */
+export const EMPTY_INDEX: SegmentIndex = new SparseIndex([]);
+
+/** Largest `i` in [0, count) with `pred(entry(i))` true, for a predicate true on a prefix; -1 if none. */
+function lastWhere(index: SegmentIndex, pred: (e: IndexEntry) => boolean): number {
+  let lo = 0;
+  let hi = index.count; // invariant: pred holds below lo, fails at and above hi
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (pred(index.entry(mid))) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/**
+ * Where to start walking to find `offset`: the indexed record with the greatest offset at or
+ * below it (a dense index names the record itself), or the segment start.
+ */
+export function seekOffset(index: SegmentIndex, startOffset: bigint, offset: bigint): SeekHint {
+  const i = index.floorOffset(offset);
+  if (i < 0) return { position: 0, offset: startOffset };
+  const e = index.entry(i);
+  return { position: e.position, offset: e.offset };
+}
+
+/**
+ * Where to start walking to find the first record with a timestamp at or after `timestamp`:
+ * the last indexed record before it (timestamps are non-decreasing), or the segment start.
+ */
+export function seekTimestamp(
+  index: SegmentIndex,
+  startOffset: bigint,
+  timestamp: bigint,
+): SeekHint {
+  const i = lastWhere(index, (e) => e.timestamp < timestamp);
+  if (i < 0) return { position: 0, offset: startOffset };
+  const e = index.entry(i);
+  return { position: e.position, offset: e.offset };
+}

@@ -1,0 +1,116 @@
+// One segment's `.log` opened for reading — a local file or a remote object read through the
+// RangeReader — behind one interface, plus the read window the walker pulls headers and bytes from.
+import { type FileHandle, open } from "node:fs/promises";
+import { readAt } from "../format/_file.ts";
+import type { ChunkSource } from "../cache/types.ts";
+import type { ReadContext } from "./context.ts";
+import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
+
+/** An open `.log`. */
+export interface SegmentLog {
+  /** Where the bytes come from; bytes from the store are always checksum-verified. */
+  readonly where: "local" | "remote";
+  /** The file path or object key, for errors. */
+  readonly name: string;
+  /** Bytes readable: the file's size when opened, or the object's recorded size. */
+  readonly size: number;
+  /** Up to `length` bytes at `position`, fewer only at `size`. */
+  read(position: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a local `.log`. Once open, the broker unlinking it does not disturb the read.
+ *
+ * @returns undefined when the file is gone (broker retention or eviction got there first)
+ */
+export async function openLocalLog(path: string): Promise<SegmentLog | undefined> {
+  let fh: FileHandle;
+  try {
+    fh = await open(path, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  const size = (await fh.stat()).size;
+  return {
+    where: "local",
+    name: path,
+    size,
+    read: (position, length) =>
+      readAt(fh, position, Math.max(0, Math.min(length, size - position))),
+    close: () => fh.close(),
+  };
+}
+
+/**
+ * A remote `.log` read through `ctx.reader`, waiting at most until `deadline` for each range.
+ *
+ * @param segment the segment's start offset, for errors
+ */
+export function remoteLog(
+  ctx: ReadContext,
+  source: ChunkSource,
+  segment: bigint,
+  deadline: ReadDeadline,
+  readerId?: string,
+): SegmentLog {
+  return {
+    where: "remote",
+    name: source.key,
+    size: source.size,
+    read: async (position, length) => {
+      const want = Math.max(0, Math.min(length, source.size - position));
+      if (want === 0) return new Uint8Array(0);
+      try {
+        return await within(
+          ctx.reader.read(source, position, want, { readerId }),
+          deadline,
+          source.key,
+        );
+      } catch (err) {
+        throw readFailure(err, source.key, segment);
+      }
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+/**
+ * Serves reads of a `SegmentLog` from the last range fetched, so walking record headers and then
+ * taking the bytes they describe costs one fetch when the window is sized for both.
+ */
+export class ReadWindow {
+  #bytes: Uint8Array = new Uint8Array(0);
+  #start = 0;
+
+  /**
+   * @param log the segment to read
+   * @param minFetch bytes fetched at least per miss
+   */
+  constructor(readonly log: SegmentLog, readonly minFetch: number) {}
+
+  /** Up to `length` bytes at `position` (fewer only at the end of the log). */
+  async read(position: number, length: number): Promise<Uint8Array> {
+    const want = Math.max(0, Math.min(length, this.log.size - position));
+    const from = position - this.#start;
+    if (from >= 0 && from + want <= this.#bytes.length) {
+      return this.#bytes.subarray(from, from + want);
+    }
+    await this.#fill(position, Math.max(want, this.minFetch));
+    return this.#bytes.subarray(0, want);
+  }
+
+  /** Makes the window hold [position, position + length) (clamped to the log), fetching if needed. */
+  async ensure(position: number, length: number): Promise<void> {
+    const want = Math.max(0, Math.min(length, this.log.size - position));
+    const from = position - this.#start;
+    if (from >= 0 && from + want <= this.#bytes.length) return;
+    await this.#fill(position, want);
+  }
+
+  async #fill(position: number, length: number): Promise<void> {
+    this.#bytes = await this.log.read(position, length);
+    this.#start = position;
+  }
+}

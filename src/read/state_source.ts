@@ -1,0 +1,68 @@
+// Where the read path learns a partition's remote lifecycle state. The agent can hand over its
+// live state; without it (`tierd read`, tests) the journal is read read-only, like `tierd ls`.
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { initHashes } from "../hash.ts";
+import { type PartitionId, partitionRelPath } from "../partition/layout.ts";
+import { decodeRecords } from "../state/journal.ts";
+import { fold, type PartitionState } from "../state/segment_state.ts";
+
+/** Gives the folded journal state of a partition. */
+export interface PartitionStateSource {
+  /** The partition's state, or undefined when it has no journal yet. */
+  state(id: PartitionId): Promise<PartitionState | undefined>;
+}
+
+interface Cached {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  state: PartitionState;
+}
+
+/**
+ * Reads journals from `state_dir` without modifying them (the agent may be appending): a torn
+ * tail is simply not part of the state. A journal is decoded again only when its size, mtime or
+ * inode (compaction renames a new file in) changed.
+ */
+export class JournalStateReader implements PartitionStateSource {
+  readonly #stateDir: string;
+  readonly #cache = new Map<string, Cached>();
+
+  /** @param stateDir `agent.state_dir` */
+  constructor(stateDir: string) {
+    this.#stateDir = stateDir;
+  }
+
+  /**
+   * @throws {JournalStateError} when the journal holds an illegal transition
+   */
+  async state(id: PartitionId): Promise<PartitionState | undefined> {
+    const path = join(this.#stateDir, partitionRelPath(id), "journal");
+    let st;
+    try {
+      st = await stat(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        this.#cache.delete(path);
+        return undefined;
+      }
+      throw err;
+    }
+    const hit = this.#cache.get(path);
+    if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs && hit.ino === st.ino) {
+      return hit.state;
+    }
+    await initHashes();
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    const state = fold(decodeRecords(bytes).events);
+    this.#cache.set(path, { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, state });
+    return state;
+  }
+}

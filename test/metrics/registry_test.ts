@@ -1,0 +1,120 @@
+// The registry renders what a Prometheus scraper accepts, with the values and labels set.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { Registry } from "../../src/metrics/registry.ts";
+import { createTierdMetrics, observePartitions } from "../../src/metrics/tierd.ts";
+import { parseExposition, sampleValue } from "./_exposition.ts";
+
+Deno.test("counters, gauges and histograms render with their values", () => {
+  const r = new Registry();
+  const c = r.counter("t_requests_total", "Requests.", ["op", "outcome"]);
+  const g = r.gauge("t_bytes", "Bytes.\nSecond line with \\ backslash.");
+  const h = r.histogram("t_seconds", "Durations.", ["op"], [0.1, 1, 10]);
+  const plain = r.counter("t_plain_total", "Never touched.");
+  c.inc({ op: "get", outcome: "ok" });
+  c.inc({ op: "get", outcome: "ok" }, 2);
+  c.inc({ op: "put", outcome: "throttled" });
+  g.set(undefined, 42.5);
+  for (const v of [0.05, 0.1, 0.5, 5, 50]) h.observe({ op: "get" }, v);
+  const f = parseExposition(r.render());
+  assert.equal(f.get("t_requests_total")!.type, "counter");
+  assert.equal(sampleValue(f, "t_requests_total", { op: "get", outcome: "ok" }), 3);
+  assert.equal(sampleValue(f, "t_requests_total", { op: "put", outcome: "throttled" }), 1);
+  assert.equal(sampleValue(f, "t_bytes"), 42.5);
+  assert.equal(f.get("t_bytes")!.help, "Bytes.\nSecond line with \\\\ backslash.");
+  assert.equal(sampleValue(f, "t_plain_total"), 0, "a label-less counter shows from the start");
+  assert.equal(f.get("t_seconds")!.type, "histogram");
+  const bucket = (le: string) => sampleValue(f, "t_seconds_bucket", { op: "get", le });
+  assert.deepEqual(["0.1", "1", "10", "+Inf"].map(bucket), [2, 3, 4, 5]);
+  assert.equal(sampleValue(f, "t_seconds_count", { op: "get" }), 5);
+  assert.ok(Math.abs(sampleValue(f, "t_seconds_sum", { op: "get" })! - 55.65) < 1e-9);
+  assert.equal(plain.value(), 0);
+  assert.equal(c.value({ op: "get", outcome: "ok" }), 3);
+});
+
+Deno.test("label values of any text survive escaping", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "binary", maxLength: 30 }), fc.nat(1000), (text, n) => {
+      const r = new Registry();
+      const c = r.counter("t_total", "x", ["v"]);
+      c.inc({ v: text }, n);
+      const f = parseExposition(r.render());
+      assert.equal(f.get("t_total")!.samples[0].labels.v, text);
+      assert.equal(sampleValue(f, "t_total", { v: text }), n);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("invalid metrics and calls are refused", () => {
+  const r = new Registry();
+  r.counter("t_total", "x");
+  assert.throws(() => r.counter("t_total", "again"), /already registered/);
+  assert.throws(() => r.gauge("bad name", "x"), /invalid metric name/);
+  assert.throws(() => r.gauge("t_g", "x", ["__reserved"]), /invalid label name/);
+  assert.throws(() => r.histogram("t_h", "x", ["le"]), /le/);
+  assert.throws(() => r.histogram("t_h2", "x", [], [1, 1]), /strictly increasing/);
+  const c = r.counter("t_l_total", "x", ["a"]);
+  assert.throws(() => c.inc({ a: "1" }, -1), /cannot increase/);
+  assert.throws(() => c.inc({} as { a: string }), /label a is missing/);
+  assert.throws(() => c.inc({ a: "1", b: "2" } as { a: string }), /no label "b"/);
+});
+
+Deno.test("every DESIGN §8 metric is exported, and partition gauges are recomputed", () => {
+  const r = new Registry();
+  const m = createTierdMetrics(r);
+  const part = (partition: number, localBytes: number) => ({
+    stream: 1,
+    topic: 2,
+    partition,
+    localBytes,
+    remoteBytes: 10,
+    floor: 99n,
+    segments: { dangling: 1 },
+    danglingBytes: 5,
+  });
+  observePartitions(m, [part(0, 100), part(1, 200)]);
+  observePartitions(m, [part(1, 300)]); // partition 0 went away
+  const f = parseExposition(r.render());
+  for (
+    const name of [
+      "tierd_local_bytes",
+      "tierd_remote_bytes",
+      "tierd_uploads_total",
+      "tierd_upload_duration_seconds",
+      "tierd_upload_bytes_total",
+      "tierd_upload_stalled",
+      "tierd_fetches_total",
+      "tierd_fetch_duration_seconds",
+      "tierd_cache_hits_total",
+      "tierd_cache_misses_total",
+      "tierd_cache_bytes",
+      "tierd_cache_evictions_total",
+      "tierd_store_requests_total",
+      "tierd_store_throttled_total",
+      "tierd_dangling_remote_log_count",
+      "tierd_dangling_remote_log_bytes",
+      "tierd_segments_lost_before_upload_total",
+      "tierd_evictions_total",
+      "tierd_remote_deletes_total",
+      "tierd_remote_objects_missing_total",
+      "tierd_tiered_up_to_offset",
+    ]
+  ) {
+    assert.ok(f.has(name), name);
+  }
+  assert.equal(
+    sampleValue(f, "tierd_local_bytes", { stream: "1", topic: "2", partition: "1" }),
+    300,
+  );
+  assert.equal(
+    sampleValue(f, "tierd_local_bytes", { stream: "1", topic: "2", partition: "0" }),
+    undefined,
+  );
+  assert.equal(
+    sampleValue(f, "tierd_tiered_up_to_offset", { stream: "1", topic: "2", partition: "1" }),
+    99,
+  );
+  assert.equal(sampleValue(f, "tierd_dangling_remote_log_count", { stream: "1", topic: "2" }), 1);
+  assert.equal(sampleValue(f, "tierd_upload_duration_seconds_count"), 0);
+});
