@@ -28,4 +28,8 @@ if ((await discoverPartitions(dataDir)).length === 0) {
   ]);
   if (code !== 0) process.exit(code);
 }
+console.error(
+  `start: the HTTP API will listen on http://${config.agent.listen}/ — try /v1/partitions, ` +
+    `/metrics, or /v1/streams/0/topics/0/partitions/0/records?offset=0&format=json; Ctrl-C stops`,
+);
 process.exitCode = await main(["run", "--config", configPath, ...process.argv.slice(2)]);

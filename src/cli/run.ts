@@ -1,12 +1,21 @@
 // `tierd run [--once]`: the agent. `--once` runs one full pass and exits 0 only if it
-// completed every copy it attempted; otherwise passes repeat, woken by a filesystem watch
-// of the data directory and a periodic scan that backs off while idle.
+// completed every copy it attempted. Otherwise the agent serves its HTTP API (reads, metrics,
+// status page) and repeats passes, woken by a filesystem watch of the data directory and a
+// periodic scan that backs off while idle, until SIGTERM or SIGINT.
 import { watch } from "node:fs";
-import type { Logger } from "../log.ts";
 import { probeStore } from "../../providers/probe.ts";
+import type { ObjectStore } from "../../providers/types.ts";
+import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
+import { createApp } from "../http/app.ts";
+import { listenOptions, serve } from "../http/serve.ts";
+import type { Logger } from "../log.ts";
+import { cacheObserver, tierObserver } from "../metrics/observers.ts";
+import { Registry } from "../metrics/registry.ts";
+import { createTierdMetrics, instrumentStore } from "../metrics/tierd.ts";
+import { createReadContext } from "../read/context.ts";
 import { TierWorker } from "../tier/tier_pass.ts";
 import { UsageError } from "./args.ts";
-import { loadContext, storeFor } from "./context.ts";
+import { type CommandContext, loadContext, storeFor } from "./context.ts";
 import { parseFlags } from "./main.ts";
 
 const MIN_IDLE_MS = 100;
@@ -20,51 +29,120 @@ export async function runCommand(args: string[]): Promise<number> {
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
     );
   }
-  const { store, prefix, describe } = await storeFor(ctx);
-  const probe = await probeStore(store, prefix);
-  if (!probe.ok) {
-    console.error(`tierd: probe failed: ${describe}: ${probe.reason}`);
-    return 1;
+  const opened = await storeFor(ctx);
+  const registry = new Registry();
+  const metrics = createTierdMetrics(registry);
+  const store = instrumentStore(opened.store, metrics);
+  try {
+    const probe = await probeStore(opened.store, opened.prefix);
+    if (!probe.ok) {
+      console.error(`tierd: probe failed: ${opened.describe}: ${probe.reason}`);
+      return 1;
+    }
+    logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
+    if (values.once) return await runOnce(ctx, store, opened.prefix);
+    return await runAgent(ctx, store, opened, registry, metrics);
+  } finally {
+    await opened.store.close?.();
   }
-  logger.info("store probe ok", { store: describe, prefix });
+}
 
+async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
+  const worker = new TierWorker({ config: ctx.config, store, prefix, logger: ctx.logger });
+  try {
+    const report = await worker.pass();
+    ctx.logger.info("pass finished", {
+      partitions: report.partitions.length,
+      copied: report.copied,
+      adopted: report.adopted,
+      failed: report.failed,
+      cleaned: report.cleaned,
+      lost: report.lost,
+      evicted: report.evicted,
+      remote_deleted: report.remoteDeleted,
+      pending: report.pending,
+    });
+    if (report.errors.length > 0) {
+      console.error(
+        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+      );
+      return 1;
+    }
+    return 0;
+  } finally {
+    await worker.close();
+  }
+}
+
+async function runAgent(
+  ctx: CommandContext,
+  store: ObjectStore,
+  opened: { prefix: string; describe: string },
+  registry: Registry,
+  metrics: ReturnType<typeof createTierdMetrics>,
+): Promise<number> {
+  const { config, logger } = ctx;
   const stop = new AbortController();
   const onSignal = (sig: string) => {
     if (stop.signal.aborted) return;
-    logger.info("shutting down", { signal: sig });
+    logger.info("shutting down: finishing or abandoning in-flight work", { signal: sig });
     stop.abort();
   };
-  const worker = new TierWorker({ config, store, prefix, logger, signal: stop.signal });
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+
+  const worker = new TierWorker({
+    config,
+    store,
+    prefix: opened.prefix,
+    logger,
+    signal: stop.signal,
+    observer: tierObserver(metrics),
+  });
+  const cache = await ChunkCache.open(store, {
+    ...chunkCacheOptions(config.tiered_storage),
+    stats: cacheObserver(metrics),
+  });
+  let ready = false;
+  const read = createReadContext({
+    config,
+    store,
+    prefix: opened.prefix,
+    reader: cache,
+    states: worker,
+    metrics,
+    logger,
+  });
+  const app = createApp({
+    read,
+    registry,
+    metrics,
+    ready: () => ready,
+    apiToken: config.agent.api_token,
+    admin: { pass: () => worker.pass(), compact: () => worker.compact() },
+    storeDescription: opened.describe,
+  });
+  const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
+  logger.info("http api listening", {
+    url: `http://${
+      server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname
+    }:${server.port}/`,
+  });
   try {
-    if (values.once) {
-      const report = await worker.pass();
-      logger.info("pass finished", {
-        partitions: report.partitions.length,
-        copied: report.copied,
-        adopted: report.adopted,
-        failed: report.failed,
-        cleaned: report.cleaned,
-        lost: report.lost,
-        pending: report.pending,
-      });
-      if (report.errors.length > 0) {
-        console.error(
-          `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
-        );
-        return 1;
-      }
-      return 0;
-    }
-    process.on("SIGINT", () => onSignal("SIGINT"));
-    process.on("SIGTERM", () => onSignal("SIGTERM"));
     await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
       signal: stop.signal,
       logger,
+      onFirstPass: () => {
+        ready = true;
+        logger.info("ready: journals replayed, first pass done");
+      },
     });
     return 0;
   } finally {
     await worker.close();
-    await store.close?.();
+    await cache.close();
+    await server.close();
+    logger.info("stopped");
   }
 }
 
@@ -72,11 +150,12 @@ async function loop(
   worker: TierWorker,
   dataDir: string,
   maxIdleMs: number,
-  opts: { signal: AbortSignal; logger: Logger },
+  opts: { signal: AbortSignal; logger: Logger; onFirstPass: () => void },
 ): Promise<void> {
   let wake: (() => void) | undefined;
   let dirty = false; // a change arrived while a pass was running
   let idleMs = MIN_IDLE_MS;
+  let first = true;
   let watcher: ReturnType<typeof watch> | undefined;
   try {
     watcher = watch(dataDir, { recursive: true }, () => {
@@ -91,13 +170,20 @@ async function loop(
     while (!opts.signal.aborted) {
       dirty = false;
       const report = await worker.pass();
-      const busy = report.copied + report.adopted + report.cleaned + report.failed > 0;
+      if (first) {
+        first = false;
+        opts.onFirstPass();
+      }
+      const busy = report.copied + report.adopted + report.cleaned + report.failed +
+          report.evicted + report.remoteDeleted > 0;
       if (busy) {
         opts.logger.info("pass finished", {
           copied: report.copied,
           adopted: report.adopted,
           failed: report.failed,
           cleaned: report.cleaned,
+          evicted: report.evicted,
+          remote_deleted: report.remoteDeleted,
           pending: report.pending,
         });
       }

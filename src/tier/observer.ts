@@ -3,8 +3,6 @@
 /** Hooks the tier worker calls; the metrics layer implements them. */
 export interface TierObserver {
   upload?(outcome: "ok" | "adopted" | "failed", seconds: number, bytes: number): void;
-  /** Current DANGLING segments of one partition (count and bytes). */
-  dangling?(stream: number, topic: number, partition: number, count: number, bytes: number): void;
   lostBeforeUpload?(count: number): void;
   evicted?(count: number): void;
   remoteDeleted?(count: number): void;
@@ -12,12 +10,4 @@ export interface TierObserver {
   journalTornTail?(path: string): void;
   /** 1 while uploads cannot reach the store, 0 once they can. */
   stalled?(value: 0 | 1): void;
-  partitionBytes?(
-    stream: number,
-    topic: number,
-    partition: number,
-    localBytes: number,
-    remoteBytes: number,
-    floor: bigint,
-  ): void;
 }

@@ -5,6 +5,7 @@ import { resolveEvictVia } from "../config/schema.ts";
 import type { Config, TopicConfig } from "../config/schema.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionId } from "../partition/layout.ts";
+import type { PartitionState } from "../state/segment_state.ts";
 import { BrokerClient } from "./broker_client.ts";
 import {
   type DeleteBudget,
@@ -52,6 +53,21 @@ export class TierWorker {
   /** The agents of the partitions found by the last pass. */
   get agents(): PartitionAgent[] {
     return [...this.#agents.values()];
+  }
+
+  /** The live state of a partition this worker tiers (for the read path). */
+  state(id: PartitionId): Promise<PartitionState | undefined> {
+    const agent = this.agents.find((a) =>
+      a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
+    );
+    return Promise.resolve(agent?.state);
+  }
+
+  /** Rewrites every partition's journal as a snapshot (between passes). */
+  async compact(): Promise<{ partitions: number }> {
+    await this.#running?.catch(() => {});
+    for (const agent of this.#agents.values()) await agent.compact();
+    return { partitions: this.#agents.size };
   }
 
   /** Runs one pass; a call while a pass runs joins that pass. */
