@@ -21,6 +21,9 @@ export function computeFloor(segments: FloorSegment[], current: bigint): bigint 
   let floor = current;
   let expected: bigint | undefined;
   for (const s of sorted) {
+    // Inside a range already covered (a cleaned-up dangling copy within a recorded loss): the
+    // covering record supersedes it.
+    if (expected !== undefined && s.start < expected) continue;
     if (!(s.copied || s.lost) || s.endOffset === undefined) break;
     if (expected !== undefined && s.start !== expected) break; // a hole nobody recorded
     if (s.endOffset > floor) floor = s.endOffset;

@@ -133,6 +133,7 @@ export class PartitionAgent {
     });
     const agent = new PartitionAgent(env, part, journal, fold(events));
     await agent.#checkIncarnation(part);
+    await agent.#interruptedCopies();
     await agent.#reconcileMarkers();
     return agent;
   }
@@ -184,6 +185,28 @@ export class PartitionAgent {
       inode: part.inode,
       at: this.#now,
     });
+  }
+
+  /**
+   * Boot (DESIGN §5): a copy still in COPY_SEGMENT_STARTED, or a dangling cleanup still in
+   * DELETE_SEGMENT_STARTED, was cut off by a crash. It becomes DANGLING here, whether or not its
+   * local files survived, so cleanup (and, for a segment the broker has since deleted, the
+   * lost_before_upload record) can follow.
+   */
+  async #interruptedCopies(): Promise<void> {
+    for (const [generation] of this.#state.segments) {
+      for (const r of segmentsOf(this.#state, generation)) {
+        const cleanup = r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "dangling";
+        if (r.state !== "COPY_SEGMENT_STARTED" && !cleanup) continue;
+        await this.#record({
+          type: "dangling",
+          segment: r.start,
+          generation,
+          reason: `${cleanup ? "cleanup" : "copy"} interrupted (found in ${r.state} at boot)`,
+          at: this.#now,
+        });
+      }
+    }
   }
 
   /**
@@ -285,39 +308,9 @@ export class PartitionAgent {
       segments.filter((s) =>
         s.sealed && getSegment(this.#state, this.#state.generation, s.start) === undefined
       ).length + segmentsOf(this.#state).filter((r) => r.state === "DANGLING").length;
-    this.#reportGauges(segments);
     if (this.#journal.size > COMPACT_BYTES) await this.compact();
     this.#lastPass = report;
     return report;
-  }
-
-  #reportGauges(segments: SegmentFiles[]): void {
-    const obs = this.#env.observer;
-    if (!obs) return;
-    let danglingCount = 0;
-    let danglingBytes = 0;
-    let remoteBytes = 0;
-    for (const [g] of this.#state.segments) {
-      for (const r of segmentsOf(this.#state, g)) {
-        if (r.state === "DANGLING" || r.state === "DELETE_SEGMENT_STARTED") {
-          if (r.deleteCause !== "retention") {
-            danglingCount++;
-            danglingBytes += segments.find((s) => s.start === r.start)?.logSize ?? 0;
-          }
-        }
-        if (r.state === "COPY_SEGMENT_FINISHED") remoteBytes += r.meta?.size ?? 0;
-      }
-    }
-    const { stream, topic, partition } = this.id;
-    obs.dangling?.(stream, topic, partition, danglingCount, danglingBytes);
-    obs.partitionBytes?.(
-      stream,
-      topic,
-      partition,
-      segments.reduce((n, s) => n + s.logSize, 0),
-      remoteBytes,
-      this.#state.floor,
-    );
   }
 
   /** Rewrites the journal as a snapshot of the current state. */
@@ -351,23 +344,25 @@ export class PartitionAgent {
     const firstLocal = segments[0].start;
     const next = this.#state.floor + 1n;
     if (next >= firstLocal) return;
-    const records = segmentsOf(this.#state);
-    if (records.some((r) => r.start >= next && r.start < firstLocal && !isCleanedDangling(r))) {
-      return; // records there still need their own resolution (e.g. a dangling cleanup)
-    }
-    if (this.#state.floor < 0n && records.length === 0 && firstLocal === 0n) return;
+    // The gap ends at the first record that still means something (a copy, or a dangling one
+    // that needs its own cleanup first), or at the first local segment.
+    const blocker = segmentsOf(this.#state).find((r) =>
+      r.start >= next && r.start < firstLocal && !isCleanedDangling(r)
+    );
+    const lostTo = (blocker?.start ?? firstLocal) - 1n;
+    if (lostTo < next) return;
     await this.#record({
       type: "lost_before_upload",
       segment: next,
       generation: this.#state.generation,
-      endOffset: firstLocal - 1n,
+      endOffset: lostTo,
       at: this.#now,
     });
     report.lost++;
     this.#env.observer?.lostBeforeUpload?.(1);
     this.#log.warn("offsets deleted by the broker before they were copied", {
       lost_from: next,
-      lost_to: firstLocal - 1n,
+      lost_to: lostTo,
     });
   }
 
@@ -381,7 +376,9 @@ export class PartitionAgent {
       const rec = getSegment(this.#state, this.#state.generation, seg.start);
       prevEnd = rec?.meta?.endOffset;
       if (rec && !isCleanedDangling(rec)) {
-        if (rec.state === "COPY_SEGMENT_FINISHED") continue;
+        // Copied; or copied and since deleted remotely by total retention (still local until the
+        // broker's own retention drops it): either way later segments may go on.
+        if (rec.state === "COPY_SEGMENT_FINISHED" || rec.deleteCause === "retention") continue;
         if (rec.state === "COPY_SEGMENT_STARTED") {
           // Found at boot mid-copy: the previous run crashed. Clean it up before a new copy.
           await this.#record({
@@ -476,23 +473,29 @@ export class PartitionAgent {
     const started = performance.now();
     const cfg = this.#env.config.tiered_storage;
     const deadline = this.#deadline(cfg.segment_upload_timeout);
+    const uploads: { key: string; uploadId: string }[] = [];
     try {
       const outcome = await this.#retrying(deadline, (signal) =>
         copySegment(this.#env.store, src, {
           partSize: cfg.part_size,
           concurrency: cfg.upload_concurrency,
           signal,
-          onUploadId: (key, uploadId) =>
-            this.#record({
+          onUploadId: (key, uploadId) => {
+            uploads.push({ key, uploadId });
+            return this.#record({
               type: "multipart_started",
               segment: seg.start,
               generation,
               key,
               uploadId,
               at: this.#now,
-            }),
+            });
+          },
         }));
       await this.#record(finishedEvent(seg.start, generation, src.meta, this.#now));
+      // An attempt that failed while the store was unreachable could not abort its upload,
+      // and the journal now names only the last one: abort the earlier ones here.
+      await this.#abortStale(seg.start, uploads.slice(0, -1));
       const seconds = (performance.now() - started) / 1000;
       if (outcome === "adopted") report.adopted++;
       else report.copied++;
@@ -527,6 +530,27 @@ export class PartitionAgent {
         err,
       });
       return undefined;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** Aborts multipart uploads of failed attempts; a failure only leaves them to the sweep. */
+  async #abortStale(
+    segment: bigint,
+    uploads: { key: string; uploadId: string }[],
+  ): Promise<void> {
+    if (uploads.length === 0) return;
+    const deadline = this.#deadline(this.#env.config.tiered_storage.segment_upload_timeout);
+    try {
+      for (const u of uploads) {
+        await this.#retrying(
+          deadline,
+          (signal) => this.#env.store.abortMultipart(u.key, u.uploadId, { signal }),
+        );
+      }
+    } catch (err) {
+      this.#log.warn("could not abort the upload of a failed copy attempt", { segment, err });
     } finally {
       deadline.dispose();
     }
@@ -580,6 +604,19 @@ export class PartitionAgent {
         await this.#retrying(
           deadline,
           (signal) => store.abortMultipart(rec.multipartKey!, rec.uploadId!, { signal }),
+        );
+      }
+      // A crash between the store creating an upload and the journal recording its id leaves
+      // an upload nobody knows: abort whatever is still open under the key (no copy of this
+      // segment runs while it is DANGLING, so nothing live is cut off).
+      const open = await this.#retrying(
+        deadline,
+        (signal) => store.listMultipartUploads(keys.log, { signal }),
+      );
+      for (const u of open.filter((u) => u.key === keys.log)) {
+        await this.#retrying(
+          deadline,
+          (signal) => store.abortMultipart(u.key, u.uploadId, { signal }),
         );
       }
       const local = segments.find((s) => s.start === rec.start);
@@ -798,20 +835,29 @@ export class PartitionAgent {
     options: { partitionsInTopic?: number; deleteBudget?: DeleteBudget },
     report: PartitionPassReport,
   ): Promise<void> {
-    if (!Number.isFinite(topic.message_expiry) && !Number.isFinite(topic.max_topic_size)) return;
+    const records = segmentsOf(this.#state);
+    // A journaled deletion finishes even when total retention has since been turned off.
+    const started = records.filter((r) =>
+      r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "retention"
+    );
+    const unlimited = !Number.isFinite(topic.message_expiry) &&
+      !Number.isFinite(topic.max_topic_size);
+    if (unlimited && started.length === 0) return;
     const cfg = this.#env.config.tiered_storage;
     const budget = options.deleteBudget ?? { remaining: cfg.delete_batch_per_pass };
     const generation = this.#state.generation;
-    const records = segmentsOf(this.#state);
-    const pending = records.filter((r) => r.state === "DELETE_SEGMENT_STARTED").length;
+    const pending = started.length;
     const barrier = await readConsumerBarrier(this.dir);
     if (barrier.bad.length > 0) {
+      // Nothing is deleted, not even a deletion already started: the barrier is unknown.
       this.#log.warn("unreadable consumer offset file: remote deletion paused", {
         files: barrier.bad,
       });
+      return;
     }
-    // Resume deletions a crash interrupted, then choose new ones.
-    const resume = records.filter((r) => r.state === "DELETE_SEGMENT_STARTED");
+    // Resume deletions a crash or a store failure interrupted (unless a consumer has since
+    // moved back onto them), then choose new ones.
+    const resume = started.filter((r) => deletableUnder(barrier, r.meta!.endOffset));
     const remote = records.filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta);
     const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta!.size : 0), 0) +
       segments.reduce((n, s) => n + s.logSize, 0);
@@ -834,24 +880,23 @@ export class PartitionAgent {
       (end) => deletableUnder(barrier, end),
       limit,
     );
-    for (const c of chosen) {
-      await this.#record({
-        type: "delete_started",
-        segment: c.start,
-        generation,
-        cause: "retention",
-        at: this.#now,
-      });
-    }
-    const toDelete = [
-      ...resume,
-      ...chosen.map((c) => getSegment(this.#state, generation, c.start)!),
-    ];
+    const toDelete = [...resume, ...chosen.map((c) => ({ start: c.start, generation }))];
     for (const r of toDelete) {
       if (budget.remaining <= 0 || this.#env.signal?.aborted) break;
       const keys = segmentKeys(this.#location(r.generation), r.start);
       const deadline = this.#deadline(cfg.segment_upload_timeout);
       try {
+        // Journaled only when its turn comes: a segment the budget leaves for a later pass is
+        // chosen again then, under the barrier of that pass.
+        if (getSegment(this.#state, r.generation, r.start)?.state !== "DELETE_SEGMENT_STARTED") {
+          await this.#record({
+            type: "delete_started",
+            segment: r.start,
+            generation: r.generation,
+            cause: "retention",
+            at: this.#now,
+          });
+        }
         const failures = await this.#retrying(
           deadline,
           (signal) => this.#env.store.deleteMany([keys.log, keys.index], { signal }),
