@@ -2,6 +2,7 @@
 // cleans up dangling copies, evicts local copies under local retention (markers first), and
 // applies total retention to remote copies under the consumer barrier. One pass at a time.
 import { unlink } from "node:fs/promises";
+import { join } from "node:path";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { classify, type ObjectStore } from "../../providers/types.ts";
 import type { Config, TopicConfig } from "../config/schema.ts";
@@ -13,7 +14,7 @@ import type { Logger } from "../log.ts";
 import { deletableUnder, readConsumerBarrier } from "../partition/consumer_offsets.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
-import { type PartitionId, partitionLabel } from "../partition/layout.ts";
+import { type PartitionId, partitionLabel, segmentStem } from "../partition/layout.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import { fsyncDir } from "../state/durable.ts";
 import type { JournalEvent } from "../state/events.ts";
@@ -30,7 +31,13 @@ import {
   snapshotEvents,
 } from "../state/segment_state.ts";
 import type { BrokerClient } from "./broker_client.ts";
-import { copySegment, type SegmentSource, verifyCopy } from "./copy_segment.ts";
+import {
+  CopyMismatchError,
+  copySegment,
+  SegmentChangedError,
+  type SegmentSource,
+  verifyCopy,
+} from "./copy_segment.ts";
 import { hashFile } from "./file_hash.ts";
 import { computeFloor } from "./floor.ts";
 import { type RemoteLocation, segmentKeys } from "./keys.ts";
@@ -437,8 +444,12 @@ export class PartitionAgent {
       deadline,
       rng: this.#env.rng,
       maxMs: this.#env.config.tiered_storage.upload_loop_backoff_max,
-      onRetry: (err, attempt, delayMs) =>
-        this.#log.debug("store operation retried", { attempt, delay_ms: delayMs, err }),
+      onRetry: (err, attempt, delayMs) => {
+        // Two failures in a row: the store is not answering; say so now, not when the
+        // deadline runs out (a successful copy sets the gauge back to 0).
+        if (attempt >= 2) this.#env.observer?.stalled?.(1);
+        this.#log.debug("store operation retried", { attempt, delay_ms: delayMs, err });
+      },
     });
   }
 
@@ -504,6 +515,9 @@ export class PartitionAgent {
         seconds,
         src.meta.size,
       );
+      // The stall gauge follows each copy as it ends: a pass under an outage can run for
+      // several upload deadlines, far too late for the pass's own summary.
+      this.#env.observer?.stalled?.(0);
       this.#log.info(outcome === "adopted" ? "segment already in store" : "segment copied", {
         segment: seg.start,
         end_offset: src.meta.endOffset,
@@ -514,7 +528,10 @@ export class PartitionAgent {
       return src.meta;
     } catch (err) {
       report.failed++;
-      if (classify(err) === "retry") report.storeUnreachable = true;
+      if (classify(err) === "retry") {
+        report.storeUnreachable = true;
+        this.#env.observer?.stalled?.(1);
+      }
       report.errors.push(`${src.keys.log}: ${(err as Error).message}`);
       this.#env.observer?.upload?.("failed", (performance.now() - started) / 1000, 0);
       await this.#record({
@@ -627,7 +644,9 @@ export class PartitionAgent {
             deadline,
             (signal) => verifyCopy(store, src, undefined, signal),
           ).then(() => true, (err) => {
-            if (classify(err) === "retry") throw err; // unknown: try again next pass
+            // A store fault leaves it unknown: try again next pass. An object that describes
+            // another segment (CopyMismatchError) is not ours to adopt: it is deleted below.
+            if (!(err instanceof CopyMismatchError) && classify(err) === "retry") throw err;
             return false;
           });
           if (matches) {
@@ -703,18 +722,35 @@ export class PartitionAgent {
     for (const r of segmentsOf(this.#state)) {
       if (r.state === "COPY_SEGMENT_FINISHED" && !r.evicted && !present.has(r.start)) {
         await this.#ensureMarker(r);
+        // A crash between unlinking the .log and the .index leaves the .index behind.
+        await unlinkIfPresent(join(this.dir, `${segmentStem(r.start)}.index`));
         await this.#record({ type: "evicted", segment: r.start, generation, at: this.#now });
         report.evicted++;
       }
     }
     const candidates = segments.map((s) => {
       const r = getSegment(this.#state, generation, s.start);
+      const copied = r?.state === "COPY_SEGMENT_FINISHED";
+      if (copied && r.meta && r.meta.size !== s.logSize) {
+        // A sealed segment never changes; one that did (truncated behind our back) is not the
+        // segment in the store, so it is never evicted, and said so on every pass.
+        report.errors.push(
+          `${s.logPath}: ${s.logSize} bytes, but its verified copy has ${r.meta.size}: ` +
+            "changed after it was copied; not evicted",
+        );
+        this.#log.error("local segment changed after its copy was verified; not evicting it", {
+          segment: s.start,
+          path: s.logPath,
+          local_bytes: s.logSize,
+          copied_bytes: r.meta.size,
+        });
+      }
       return {
         start: s.start,
         endOffset: r?.meta?.endOffset ?? s.start - 1n,
         size: s.logSize,
         maxTimestamp: r?.meta?.maxTimestamp ?? 0n,
-        copied: r?.state === "COPY_SEGMENT_FINISHED" && r.meta?.size === s.logSize,
+        copied: copied && r.meta?.size === s.logSize,
         sealed: s.sealed,
       };
     });
@@ -737,6 +773,14 @@ export class PartitionAgent {
       const rec = getSegment(this.#state, generation, c.start)!;
       const deadline = this.#deadline(this.#env.config.tiered_storage.segment_upload_timeout);
       try {
+        // The local file must be the segment that was copied: a purge that regrew past the
+        // floor while the agent was down leaves other bytes under the same name and size.
+        if (hex128(await hashFile(seg.logPath)) !== rec.meta!.checksum) {
+          throw new SegmentChangedError(
+            seg.logPath,
+            `contents differ from the verified copy (xxh3-128 ${rec.meta!.checksum}); not evicted`,
+          );
+        }
         await this.#retrying(deadline, (signal) =>
           verifyCopy(
             this.#env.store,
@@ -753,6 +797,14 @@ export class PartitionAgent {
         ready.push(seg);
       } catch (err) {
         report.errors.push(`eviction of segment ${c.start}: ${(err as Error).message}`);
+        if (err instanceof SegmentChangedError) {
+          this.#log.error("local segment changed after its copy was verified; not evicting it", {
+            segment: c.start,
+            path: seg.logPath,
+            err,
+          });
+          break;
+        }
         if (classify(err) === "retry") report.storeUnreachable = true;
         this.#log.warn("not evicting: the remote copy could not be verified", {
           segment: c.start,
