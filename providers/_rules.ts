@@ -1,6 +1,6 @@
-// S3's request rules that the in-process stores (fs, sim) enforce the same way, so a caller that
-// passes against them does not first fail against a real bucket: metadata shape, ranges,
-// multipart part numbers and sizes, and ETags.
+// S3's request rules that every store enforces the same way, so a caller that passes against the
+// in-process stores (fs, sim) does not first fail against a real bucket: metadata shape,
+// multipart part numbers, completions and sizes, and ETags. Range rules: ./_ranges.ts.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { type CompletedPart, StoreError, type UserMetadata } from "./types.ts";
@@ -40,36 +40,6 @@ export function invalidArgument(message: string, op: string, key?: string): Stor
   return new StoreError("Unsupported", message, { op, key, code: "InvalidArgument" });
 }
 
-/**
- * The byte span `[start, end)` a ranged get returns from an object of `size` bytes: a range
- * running past the end is clamped, like S3.
- * @throws {StoreError} `InvalidRange` when the range starts at or past the end, or is empty.
- */
-export function resolveRange(
-  range: { start: number; length: number } | undefined,
-  size: number,
-  key: string,
-): [number, number] {
-  if (!range) return [0, size];
-  const { start, length } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 1) {
-    throw new StoreError("InvalidRange", `range ${start}+${length} is not a byte range`, {
-      op: "get",
-      key,
-      code: "InvalidRange",
-    });
-  }
-  if (start >= size) {
-    throw new StoreError("InvalidRange", `range starts at ${start}, object has ${size} bytes`, {
-      op: "get",
-      key,
-      status: 416,
-      code: "InvalidRange",
-    });
-  }
-  return [start, Math.min(size, start + length)];
-}
-
 /** Removes the quotes HTTP puts around an ETag. */
 export function bareEtag(etag: string): string {
   return etag.replace(/^(W\/)?"(.*)"$/, "$2");
@@ -94,6 +64,45 @@ export interface StoredPart {
 }
 
 /**
+ * Refuses a completion that names no part.
+ * @throws {StoreError} `PreconditionFailed` with code `InvalidPart`
+ */
+export function requireParts(key: string, parts: readonly CompletedPart[]): void {
+  if (parts.length === 0) {
+    throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
+      op: "completeMultipart",
+      key,
+      code: "InvalidPart",
+    });
+  }
+}
+
+/**
+ * Walks a completion's parts in part-number order, checking that none is named twice before
+ * handing it to `each`, and returns what `each` returned, in that order.
+ * @throws {StoreError} `PreconditionFailed`: code `InvalidPart` when there is no part,
+ *   `InvalidPartOrder` for a part number named twice; and what `each` throws
+ */
+export function inPartOrder<T>(
+  key: string,
+  parts: readonly CompletedPart[],
+  each: (part: CompletedPart) => T,
+): T[] {
+  requireParts(key, parts);
+  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+  return sorted.map((part, i) => {
+    if (i > 0 && sorted[i - 1].partNumber === part.partNumber) {
+      throw new StoreError("PreconditionFailed", `part ${part.partNumber} is listed twice`, {
+        op: "completeMultipart",
+        key,
+        code: "InvalidPartOrder",
+      });
+    }
+    return each(part);
+  });
+}
+
+/**
  * Checks a completion request against the uploaded parts and returns the parts in part-number
  * order, each with its stored size.
  * @throws {StoreError} `PreconditionFailed` (code `InvalidPart`, `InvalidPartOrder` or
@@ -107,23 +116,7 @@ export function planCompletion(
   minPartSize: number,
 ): Array<CompletedPart & StoredPart> {
   const op = "completeMultipart";
-  if (parts.length === 0) {
-    throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
-      op,
-      key,
-      code: "InvalidPart",
-    });
-  }
-  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
-  const plan: Array<CompletedPart & StoredPart> = [];
-  for (const [i, part] of sorted.entries()) {
-    if (i > 0 && sorted[i - 1].partNumber === part.partNumber) {
-      throw new StoreError("PreconditionFailed", `part ${part.partNumber} is listed twice`, {
-        op,
-        key,
-        code: "InvalidPartOrder",
-      });
-    }
+  const plan = inPartOrder(key, parts, (part): CompletedPart & StoredPart => {
     const have = stored(part.partNumber);
     if (!have || have.etag !== bareEtag(part.etag)) {
       throw new StoreError(
@@ -134,8 +127,8 @@ export function planCompletion(
         { op, key, code: "InvalidPart" },
       );
     }
-    plan.push({ partNumber: part.partNumber, etag: have.etag, size: have.size });
-  }
+    return { partNumber: part.partNumber, etag: have.etag, size: have.size };
+  });
   for (const part of plan.slice(0, -1)) {
     if (part.size < minPartSize) {
       throw new StoreError(

@@ -2,6 +2,7 @@
 // marker object at `{root}{key}/{uploadId}` that holds the upload's metadata and content type,
 // so uploads can be listed by key prefix, completed with the metadata they were created with,
 // and swept. The root is a reserved prefix outside tierd's key space.
+import { StoreError } from "./types.ts";
 
 /** Where upload markers (and GCS part objects) live by default. */
 export const DEFAULT_STAGING_ROOT = ".tierd-multipart/";
@@ -46,4 +47,33 @@ export function parseStagingName(
   const uploadId = rest.slice(second + 1, last);
   if (!isUploadId(uploadId)) return undefined;
   return { key: rest.slice(0, second), uploadId, marker: false };
+}
+
+/**
+ * Refuses an upload id this store could not have handed out.
+ * @throws {StoreError} `NotFound` with code `NoSuchUpload`
+ */
+export function checkUploadId(uploadId: string, op: string, key: string): void {
+  if (!isUploadId(uploadId)) {
+    throw new StoreError(
+      "NotFound",
+      `${op} ${key}: ${JSON.stringify(uploadId)} is not an upload of this store`,
+      { op, key, code: "NoSuchUpload" },
+    );
+  }
+}
+
+/** The error (a 404, code `NoSuchUpload`) for an upload whose marker is gone. */
+export function noSuchUpload(
+  op: string,
+  key: string,
+  uploadId: string,
+  options?: ErrorOptions,
+): StoreError {
+  return new StoreError("NotFound", `${op} ${key}: upload ${uploadId} does not exist`, {
+    op,
+    key,
+    status: 404,
+    code: "NoSuchUpload",
+  }, options);
 }

@@ -14,10 +14,12 @@ export class XmlSyntaxError extends Error {
   }
 }
 
-// Entities are decoded by hand (`xmlUnescape`) so numeric references such as `&#13;` come out
-// as characters and no DOCTYPE-defined entity is ever expanded.
-const parser = new XMLParser({
-  ignoreAttributes: true,
+/**
+ * The parser options every XML parse here uses: text kept as is, namespaces dropped. Entities
+ * are decoded by hand (`xmlUnescape`) so numeric references such as `&#13;` come out as
+ * characters and no DOCTYPE-defined entity is ever expanded.
+ */
+export const STRICT_PARSE_OPTIONS = {
   parseTagValue: false,
   trimValues: false,
   processEntities: false,
@@ -25,7 +27,9 @@ const parser = new XMLParser({
   ignoreDeclaration: true,
   ignorePiTags: true,
   tagValueProcessor: (_name: string, value: string) => xmlUnescape(value),
-});
+};
+
+const parser = new XMLParser({ ignoreAttributes: true, ...STRICT_PARSE_OPTIONS });
 
 const decoder = new TextDecoder("utf-8", { fatal: false });
 
@@ -46,6 +50,15 @@ export function snippet(text: string, max = 120): string {
  * @throws {XmlSyntaxError} when the text is empty or not well-formed.
  */
 export function parseXml(text: string): XmlNode {
+  return parseWith(parser, text);
+}
+
+/**
+ * Parses an XML document with `xmlParser` (one built on {@link STRICT_PARSE_OPTIONS}): a
+ * leading byte-order mark dropped, the text validated first so nothing is half-read.
+ * @throws {XmlSyntaxError} when the text is empty or not well-formed.
+ */
+export function parseWith(xmlParser: XMLParser, text: string): XmlNode {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
@@ -53,12 +66,28 @@ export function parseXml(text: string): XmlNode {
   }
   let doc: unknown;
   try {
-    doc = parser.parse(text);
+    doc = xmlParser.parse(text);
   } catch (err) {
     throw new XmlSyntaxError(`malformed XML: ${(err as Error).message}`, snippet(text));
   }
   if (!isNode(doc)) throw new XmlSyntaxError("malformed XML: no root element", snippet(text));
   return doc;
+}
+
+/**
+ * The `<Error>` element of an error answer's body (S3 and Azure send one). For a body that is
+ * not such a document, `unparsed` holds its start, for the message; an empty body gives neither.
+ */
+export function errorElement(body: Uint8Array): { error?: XmlNode; unparsed: string } {
+  const text = body.byteLength > 0 ? decodeText(body) : "";
+  if (!text.trim()) return { unparsed: "" };
+  try {
+    const error = rootElement(parseXml(text), "Error");
+    return error ? { error, unparsed: "" } : { unparsed: snippet(text) };
+  } catch (err) {
+    if (!(err instanceof XmlSyntaxError)) throw err;
+    return { unparsed: err.snippet };
+  }
 }
 
 function isNode(value: unknown): value is XmlNode {

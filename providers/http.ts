@@ -2,6 +2,7 @@
 // timeout, bodies always as bounded `Uint8Array`s with an explicit Content-Length (Deno sends a
 // ReadableStream chunked, which S3 and Azure reject), and whole-body reads that notice
 // truncation. Network failures become `Transport` errors; the caller's abort stays an AbortError.
+import { where } from "./_errors.ts";
 import { StoreError } from "./types.ts";
 
 /** The subset of `fetch` the providers use; inject one in tests. */
@@ -54,9 +55,8 @@ export async function sendHttp(
   context: HttpContext,
 ): Promise<HttpResponse> {
   const redact = context.redact ?? ((text: string) => text);
-  const where = context.key === undefined ? context.op : `${context.op} ${context.key}`;
   const fail = (message: string, cause?: unknown, status?: number) => {
-    const text = `${where}: ${message}`;
+    const text = `${where(context.op, context.key)}: ${message}`;
     const clean = redact(text);
     // A cause whose text needed scrubbing would carry the secret along; drop it.
     const keepCause = cause !== undefined && clean === text;
@@ -132,6 +132,11 @@ export async function sendHttp(
     clearTimeout(timer);
     outer?.removeEventListener("abort", onAbort);
   }
+}
+
+/** True for a 2xx status: the answer a request was sent for. */
+export function isOk(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 /** A one-line description of a thrown value, following `cause` chains (fetch nests the OS error). */

@@ -5,6 +5,7 @@ import { Buffer } from "node:buffer";
 import { encodeKeyPath, parseEndpoint, type QueryParam } from "../_url.ts";
 import { xmlEscape } from "../_xml.ts";
 import { invalidArgument } from "../_rules.ts";
+import { type ByteRange, rangeHeader } from "../_ranges.ts";
 import type { UserMetadata } from "../types.ts";
 
 /** The service version tierd speaks (any since 2019-12-12 would do; Azurite 3.35 knows this one). */
@@ -134,16 +135,11 @@ export function putBlob(
   return { method: "PUT", path: blobPath(loc, key), query: [], headers, body };
 }
 
-/** The `x-ms-range` value for [start, start + length); a zero length asks for one byte. */
-export function rangeHeader(range: { start: number; length: number }): string {
-  return `bytes=${range.start}-${range.start + Math.max(range.length, 1) - 1}`;
-}
-
 /** Get Blob, optionally ranged with `x-ms-range`. */
 export function getBlob(
   loc: AzureLocation,
   key: string,
-  range?: { start: number; length: number },
+  range?: ByteRange,
 ): AzureRequest {
   const headers: Record<string, string> = { "x-ms-version": AZURE_API_VERSION };
   if (range) headers["x-ms-range"] = rangeHeader(range);

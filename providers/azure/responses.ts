@@ -12,14 +12,14 @@ import {
   children,
   childText,
   decodeText,
-  parseXml,
+  errorElement,
   rootElement,
-  snippet,
   type XmlNode,
   XmlSyntaxError,
 } from "../_xml.ts";
 import { parseXmlWithAttributes } from "../_xml_attributes.ts";
 import { bareEtag } from "../_rules.ts";
+import { answerError, answerKind, malformed } from "../_errors.ts";
 import { decodeMetadataName } from "./requests.ts";
 
 /** What an Azure error answer says. */
@@ -71,14 +71,8 @@ const CODE_KINDS: Record<string, StoreErrorKind> = {
 
 /** The error kind for an Azure code and HTTP status: the code decides when known. */
 export function errorKind(code: string, status: number): StoreErrorKind {
-  const byCode = CODE_KINDS[code];
-  if (byCode) return byCode;
-  if (status === 429 || status === 503) return "Throttled";
-  if (status >= 500) return status === 501 ? "Unsupported" : "Transport";
-  if (status === 401 || status === 403) return "Auth";
-  if (status === 404) return "NotFound";
-  if (status === 412) return "PreconditionFailed";
-  if (status === 416) return "InvalidRange";
+  const known = answerKind(CODE_KINDS, code, status);
+  if (known) return known;
   if (status === 408) return "Transport";
   if (status === 409) return "PreconditionFailed";
   return "Unsupported"; // other 4xx: the request as built is refused; retrying cannot help
@@ -104,23 +98,12 @@ const STATUS_CODES: Record<number, string> = {
 export function parseErrorInfo(status: number, headers: Headers, body: Uint8Array): AzureErrorInfo {
   let code = headers.get("x-ms-error-code")?.trim() ?? "";
   let message = "";
-  const text = body.byteLength > 0 ? decodeText(body) : "";
-  let unparsed = "";
-  if (text.trim()) {
-    try {
-      const error = rootElement(parseXml(text), "Error");
-      if (error) {
-        code ||= childText(error, "Code")?.trim() ?? "";
-        message = (childText(error, "Message") ?? "").replace(/\s+/g, " ").trim();
-        const detail = childText(error, "AuthenticationErrorDetail")?.trim();
-        if (detail) message += ` (${detail.split("\n")[0]})`;
-      } else {
-        unparsed = snippet(text);
-      }
-    } catch (err) {
-      if (!(err instanceof XmlSyntaxError)) throw err;
-      unparsed = err.snippet;
-    }
+  const { error, unparsed } = errorElement(body);
+  if (error) {
+    code ||= childText(error, "Code")?.trim() ?? "";
+    message = (childText(error, "Message") ?? "").replace(/\s+/g, " ").trim();
+    const detail = childText(error, "AuthenticationErrorDetail")?.trim();
+    if (detail) message += ` (${detail.split("\n")[0]})`;
   }
   code ||= STATUS_CODES[status] ?? `Http${status}`;
   // Azure's messages end with RequestId and Time lines; the request id is kept apart.
@@ -145,30 +128,18 @@ export function azureError(
   redact: (text: string) => string = (t) => t,
   hint = "",
 ): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  return new StoreError(
-    errorKind(info.code, info.status),
-    redact(`${where}: ${info.status} ${info.code}: ${info.message}${hint}`),
-    { op, key, status: info.status, code: info.code },
-    {
-      cause: new AzureErrorInfo(
-        info.code,
-        redact(info.message),
-        info.status,
-        info.serverTime,
-        info.requestId,
-      ),
-    },
-  );
-}
-
-/** A `Malformed` error for an answer tierd could not read. */
-export function malformed(op: string, key: string | undefined, why: string, text = ""): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  return new StoreError("Malformed", `${where}: ${why}${text ? `: ${snippet(text)}` : ""}`, {
+  return answerError(errorKind(info.code, info.status), info, {
     op,
     key,
-    code: "Malformed",
+    redact,
+    hint,
+    cause: new AzureErrorInfo(
+      info.code,
+      redact(info.message),
+      info.status,
+      info.serverTime,
+      info.requestId,
+    ),
   });
 }
 
@@ -270,10 +241,4 @@ export function parseProperties(key: string, headers: Headers, op = "head"): Obj
   const modified = parseDate(headers.get("last-modified"));
   if (modified) head.lastModified = modified;
   return head;
-}
-
-/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
-export function totalFromContentRange(value: string | null): number | undefined {
-  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
-  return match ? Number(match[1]) : undefined;
 }

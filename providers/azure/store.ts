@@ -1,20 +1,23 @@
 // The Azure Blob object store: builds each request (requests.ts), signs it with SharedKey
 // (sharedkey.ts) or appends a SAS token, sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
-import { checkMetadata, checkPartNumber } from "../_rules.ts";
-import { type FetchFn, type HttpResponse, sendHttp } from "../http.ts";
-import { forEachBounded } from "../_pool.ts";
+import { checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
+import { checkRange, rangedBody } from "../_ranges.ts";
+import { listingFrom, malformed } from "../_errors.ts";
+import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
+import { deleteEach } from "../_pool.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import {
+  checkUploadId,
   DEFAULT_STAGING_ROOT,
   isUploadId,
   newUploadId,
+  noSuchUpload,
   parseStagingName,
   uploadMarkerName,
 } from "../_staging.ts";
 import { checkPathKey, queryString } from "../_url.ts";
 import {
-  classify,
   type CompletedPart,
   type DeleteFailure,
   type GetOptions,
@@ -34,11 +37,9 @@ import {
   azureError,
   type AzureErrorInfo,
   listPage,
-  malformed,
   parseErrorInfo,
   parseListBlobs,
   parseProperties,
-  totalFromContentRange,
 } from "./responses.ts";
 import { authorization, importAccountKey } from "./sharedkey.ts";
 
@@ -182,25 +183,14 @@ export class AzureStore implements ObjectStore {
     const response = await this.#exchange("get", key, req.getBlob(this.#location, key, range), {
       signal: options.signal,
     });
+    // Azure answers a range starting at the end with 416; Azurite 3.35 with an empty 206
+    // (`bytes 1000-999/1000`). rangedBody reads both as InvalidRange.
+    const { bytes, size } = rangedBody(response, range, key, {
+      malformed: (why) => malformed("get", key, why),
+      noun: "blob",
+    });
     const etag = response.headers.get("etag");
-    const result = (bytes: Uint8Array, size: number): GetResult =>
-      etag ? { bytes, size, etag: etag.replace(/^"(.*)"$/, "$1") } : { bytes, size };
-    if (!range) return result(response.body, response.body.byteLength);
-    if (response.status === 206) {
-      const size = totalFromContentRange(response.headers.get("content-range"));
-      if (size === undefined) throw malformed("get", key, "206 without a usable Content-Range");
-      // Azure answers a range starting at the end with 416; Azurite 3.35 with an empty 206
-      // (`bytes 1000-999/1000`). Both mean the same thing here.
-      if (range.start >= size) throw rangeError(key, range.start, size);
-      const bytes = response.body.byteLength > range.length
-        ? response.body.subarray(0, range.length)
-        : response.body;
-      return result(bytes, size);
-    }
-    // A 200 to a ranged request: the whole blob came back; cut the range out.
-    const size = response.body.byteLength;
-    if (range.start >= size) throw rangeError(key, range.start, size);
-    return result(response.body.slice(range.start, range.start + range.length), size);
+    return etag ? { bytes, size, etag: quotesOff(etag) } : { bytes, size };
   }
 
   async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
@@ -220,19 +210,10 @@ export class AzureStore implements ObjectStore {
     keys: string[],
     options: { signal?: AbortSignal } = {},
   ): Promise<DeleteFailure[]> {
-    const failures: DeleteFailure[] = [];
-    await forEachBounded([...new Set(keys)], this.#deleteConcurrency, async (key) => {
-      try {
-        checkPathKey(key, "deleteMany");
-        await this.#delete(key, "deleteMany", options.signal);
-      } catch (err) {
-        if (!(err instanceof StoreError) || classify(err) === "retry" || classify(err) === "auth") {
-          throw err;
-        }
-        failures.push({ key, error: err });
-      }
+    return await deleteEach(keys, this.#deleteConcurrency, async (key) => {
+      checkPathKey(key, "deleteMany");
+      await this.#delete(key, "deleteMany", options.signal);
     });
-    return failures;
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
@@ -240,23 +221,11 @@ export class AzureStore implements ObjectStore {
       maxResults: options.maxKeys,
       marker: options.continuationToken,
     });
-    try {
+    // A marker Azure did not hand out is a 400 (OutOfRangeInput / InvalidQueryParameterValue).
+    return await listingFrom(options.continuationToken, async () => {
       const response = await this.#exchange("list", undefined, request, { signal: options.signal });
       return listPage(parseListBlobs(response.body));
-    } catch (err) {
-      // A marker Azure did not hand out is a 400 (OutOfRangeInput / InvalidQueryParameterValue);
-      // fs and sim call that Malformed/InvalidToken, and so does the contract.
-      if (
-        options.continuationToken && err instanceof StoreError && err.detail.status === 400
-      ) {
-        throw new StoreError("Malformed", `continuation token is not valid: ${err.message}`, {
-          op: "list",
-          status: 400,
-          code: "InvalidToken",
-        }, { cause: err });
-      }
-      throw err;
-    }
+    });
   }
 
   /**
@@ -328,12 +297,7 @@ export class AzureStore implements ObjectStore {
       });
     } catch (err) {
       if (err instanceof StoreError && err.kind === "NotFound") {
-        throw new StoreError("NotFound", `${op} ${key}: upload ${uploadId} does not exist`, {
-          op,
-          key,
-          status: 404,
-          code: "NoSuchUpload",
-        }, { cause: err });
+        throw noSuchUpload(op, key, uploadId, { cause: err });
       }
       throw err;
     }
@@ -533,49 +497,21 @@ export class AzureStore implements ObjectStore {
   }
 }
 
-function isOk(status: number): boolean {
-  return status >= 200 && status < 300;
+/** An ETag without its plain quotes; unlike ../_rules.ts bareEtag, a `W/` prefix stays. */
+function quotesOff(etag: string): string {
+  return etag.replace(/^"(.*)"$/, "$1");
 }
 
 function created(response: HttpResponse): PutResult {
   const etag = response.headers.get("etag");
-  return etag ? { status: "Created", etag: etag.replace(/^"(.*)"$/, "$1") } : { status: "Created" };
-}
-
-function checkUploadId(uploadId: string, op: string, key: string): void {
-  if (!isUploadId(uploadId)) {
-    throw new StoreError(
-      "NotFound",
-      `${op} ${key}: ${JSON.stringify(uploadId)} is not an upload of this store`,
-      {
-        op,
-        key,
-        code: "NoSuchUpload",
-      },
-    );
-  }
+  return etag ? { status: "Created", etag: quotesOff(etag) } : { status: "Created" };
 }
 
 /** The block ids to commit, in part order, checked against what this upload stages. */
 function blockIdsInOrder(key: string, uploadId: string, parts: CompletedPart[]): string[] {
   const op = "completeMultipart";
-  if (parts.length === 0) {
-    throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
-      op,
-      key,
-      code: "InvalidPart",
-    });
-  }
-  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
-  return sorted.map((part, i) => {
+  return inPartOrder(key, parts, (part) => {
     checkPartNumber(part.partNumber, op, key);
-    if (i > 0 && sorted[i - 1].partNumber === part.partNumber) {
-      throw new StoreError("PreconditionFailed", `part ${part.partNumber} is listed twice`, {
-        op,
-        key,
-        code: "InvalidPartOrder",
-      });
-    }
     const id = req.blockId(uploadId, part.partNumber);
     if (part.etag !== id) {
       throw new StoreError(
@@ -590,32 +526,4 @@ function blockIdsInOrder(key: string, uploadId: string, parts: CompletedPart[]):
     }
     return id;
   });
-}
-
-function rangeError(key: string, start: number, size: number): StoreError {
-  return new StoreError(
-    "InvalidRange",
-    `get ${key}: range starts at ${start}, blob has ${size} bytes`,
-    {
-      op: "get",
-      key,
-      status: 416,
-      code: "InvalidRange",
-    },
-  );
-}
-
-function checkRange(range: { start: number; length: number }, key: string): void {
-  const { start, length } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 1) {
-    throw new StoreError(
-      "InvalidRange",
-      `get ${key}: range ${start}+${length} is not a byte range`,
-      {
-        op: "get",
-        key,
-        code: "InvalidRange",
-      },
-    );
-  }
 }

@@ -35,9 +35,9 @@ import {
   MIN_PART_SIZE,
   multipartEtag,
   planCompletion,
-  resolveRange,
   type StoredPart,
 } from "../_rules.ts";
+import { resolveRange } from "../_ranges.ts";
 import {
   type CompletedPart,
   type DeleteFailure,

@@ -3,6 +3,7 @@
 // listings, and compose. Authorization and sending happen in the store.
 // https://cloud.google.com/storage/docs/json_api/v1/objects
 import { parseEndpoint, type QueryParam, queryString } from "../_url.ts";
+import { type ByteRange, rangeHeader } from "../_ranges.ts";
 import type { UserMetadata } from "../types.ts";
 
 /** Most sources one compose request takes. */
@@ -150,16 +151,11 @@ export function multipartRelated(
   return { boundary: chosen, body };
 }
 
-/** The `Range` value for [start, start + length); a zero length asks for one byte. */
-export function rangeHeader(range: { start: number; length: number }): string {
-  return `bytes=${range.start}-${range.start + Math.max(range.length, 1) - 1}`;
-}
-
 /** The object's bytes (`alt=media`), optionally ranged. */
 export function getMedia(
   loc: GcsLocation,
   name: string,
-  range?: { start: number; length: number },
+  range?: ByteRange,
 ): GcsRequest {
   const headers: Record<string, string> = {};
   if (range) headers["range"] = rangeHeader(range);

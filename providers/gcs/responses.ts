@@ -10,6 +10,7 @@ import {
   type UserMetadata,
 } from "../types.ts";
 import { childText, decodeText, parseXml, rootElement, snippet } from "../_xml.ts";
+import { answerError, answerKind, malformed } from "../_errors.ts";
 
 /** What a GCS error answer says. */
 export class GcsErrorInfo extends Error {
@@ -39,14 +40,8 @@ const REASON_KINDS: Record<string, StoreErrorKind> = {
 
 /** The error kind for a GCS reason and HTTP status: the reason decides when known. */
 export function errorKind(code: string, status: number): StoreErrorKind {
-  const byCode = REASON_KINDS[code];
-  if (byCode) return byCode;
-  if (status === 429 || status === 503) return "Throttled";
-  if (status >= 500) return status === 501 ? "Unsupported" : "Transport";
-  if (status === 401 || status === 403) return "Auth";
-  if (status === 404) return "NotFound";
-  if (status === 412) return "PreconditionFailed";
-  if (status === 416) return "InvalidRange";
+  const known = answerKind(REASON_KINDS, code, status);
+  if (known) return known;
   if (status === 408 || status === 409) return "Transport";
   return "Unsupported";
 }
@@ -120,22 +115,12 @@ export function gcsError(
   redact: (text: string) => string = (t) => t,
   hint = "",
 ): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  return new StoreError(
-    errorKind(info.code, info.status),
-    redact(`${where}: ${info.status} ${info.code}: ${info.message}${hint}`),
-    { op, key, status: info.status, code: info.code },
-    { cause: new GcsErrorInfo(info.code, redact(info.message), info.status) },
-  );
-}
-
-/** A `Malformed` error for an answer tierd could not read. */
-export function malformed(op: string, key: string | undefined, why: string, text = ""): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  return new StoreError("Malformed", `${where}: ${why}${text ? `: ${snippet(text)}` : ""}`, {
+  return answerError(errorKind(info.code, info.status), info, {
     op,
     key,
-    code: "Malformed",
+    redact,
+    hint,
+    cause: new GcsErrorInfo(info.code, redact(info.message), info.status),
   });
 }
 
@@ -236,10 +221,4 @@ export function listPage(listing: GcsListing): ListPage {
   return listing.nextPageToken
     ? { objects, continuationToken: listing.nextPageToken }
     : { objects };
-}
-
-/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
-export function totalFromContentRange(value: string | null): number | undefined {
-  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
-  return match ? Number(match[1]) : undefined;
 }

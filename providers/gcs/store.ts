@@ -3,19 +3,22 @@
 // transport (../http.ts) and reads the answer (responses.ts). Multipart uploads are parallel
 // part objects joined by compose; see createMultipart.
 import { checkKey, invalidKey } from "../_keys.ts";
-import { checkMetadata, checkPartNumber } from "../_rules.ts";
-import { type FetchFn, type HttpResponse, sendHttp } from "../http.ts";
-import { forEachBounded } from "../_pool.ts";
+import { bareEtag, checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
+import { checkRange, rangedBody } from "../_ranges.ts";
+import { listingFrom, malformed } from "../_errors.ts";
+import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
+import { deleteEach, forEachBounded } from "../_pool.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import {
+  checkUploadId,
   DEFAULT_STAGING_ROOT,
   isUploadId,
   newUploadId,
+  noSuchUpload,
   parseStagingName,
   uploadMarkerName,
 } from "../_staging.ts";
 import {
-  classify,
   type CompletedPart,
   type DeleteFailure,
   type GetOptions,
@@ -37,12 +40,10 @@ import {
   type GcsErrorInfo,
   type GcsObject,
   listPage,
-  malformed,
   parseErrorInfo,
   parseJson,
   parseList,
   parseObject,
-  totalFromContentRange,
 } from "./responses.ts";
 
 /** Configuration of a {@link GcsStore}. */
@@ -169,23 +170,12 @@ export class GcsStore implements ObjectStore {
     const response = await this.#exchange("get", key, req.getMedia(this.#location, key, range), {
       signal: options.signal,
     });
+    // GCS ignores a range it cannot parse and sends the whole object: rangedBody cuts it out.
+    const { bytes, size } = rangedBody(response, range, key, {
+      malformed: (why) => malformed("get", key, why),
+    });
     const etag = response.headers.get("etag");
-    const result = (bytes: Uint8Array, size: number): GetResult =>
-      etag ? { bytes, size, etag: etag.replace(/^(W\/)?"(.*)"$/, "$2") } : { bytes, size };
-    if (!range) return result(response.body, response.body.byteLength);
-    if (response.status === 206) {
-      const size = totalFromContentRange(response.headers.get("content-range"));
-      if (size === undefined) throw malformed("get", key, "206 without a usable Content-Range");
-      if (range.start >= size) throw rangeError(key, range.start, size);
-      const bytes = response.body.byteLength > range.length
-        ? response.body.subarray(0, range.length)
-        : response.body;
-      return result(bytes, size);
-    }
-    // GCS ignores a range it cannot parse and sends the whole object: cut the range out.
-    const size = response.body.byteLength;
-    if (range.start >= size) throw rangeError(key, range.start, size);
-    return result(response.body.slice(range.start, range.start + range.length), size);
+    return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
   }
 
   async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
@@ -205,19 +195,10 @@ export class GcsStore implements ObjectStore {
     keys: string[],
     options: { signal?: AbortSignal } = {},
   ): Promise<DeleteFailure[]> {
-    const failures: DeleteFailure[] = [];
-    await forEachBounded([...new Set(keys)], this.#deleteConcurrency, async (key) => {
-      try {
-        checkName(key, "deleteMany");
-        await this.#delete(key, "deleteMany", options.signal);
-      } catch (err) {
-        if (!(err instanceof StoreError) || classify(err) === "retry" || classify(err) === "auth") {
-          throw err;
-        }
-        failures.push({ key, error: err });
-      }
+    return await deleteEach(keys, this.#deleteConcurrency, async (key) => {
+      checkName(key, "deleteMany");
+      await this.#delete(key, "deleteMany", options.signal);
     });
-    return failures;
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
@@ -225,20 +206,11 @@ export class GcsStore implements ObjectStore {
       maxResults: options.maxKeys,
       pageToken: options.continuationToken,
     });
-    try {
+    // A page token GCS did not hand out is a 400.
+    return await listingFrom(options.continuationToken, async () => {
       const response = await this.#exchange("list", undefined, request, { signal: options.signal });
       return listPage(parseList(response.body));
-    } catch (err) {
-      // A page token GCS did not hand out is a 400; the contract calls it Malformed/InvalidToken.
-      if (options.continuationToken && err instanceof StoreError && err.detail.status === 400) {
-        throw new StoreError("Malformed", `continuation token is not valid: ${err.message}`, {
-          op: "list",
-          status: 400,
-          code: "InvalidToken",
-        }, { cause: err });
-      }
-      throw err;
-    }
+    });
   }
 
   /** Starts an upload: writes its marker object (metadata and content type). */
@@ -300,7 +272,10 @@ export class GcsStore implements ObjectStore {
     const signal = options.signal;
     checkName(key, op);
     checkUploadId(uploadId, op, key);
-    const wanted = sortedParts(key, parts);
+    const wanted = inPartOrder(key, parts, (part) => {
+      checkPartNumber(part.partNumber, op, key);
+      return part;
+    });
     const marker = this.#marker(key, uploadId, op);
     const staged = await this.#staged(marker, signal);
     const upload = staged.find((o) => o.key === marker);
@@ -578,85 +553,6 @@ export function checkName(key: string, op: string): void {
   if (/[\r\n]/.test(key)) throw invalidKey(key, op, "GCS names cannot hold CR or LF");
 }
 
-function isOk(status: number): boolean {
-  return status >= 200 && status < 300;
-}
-
 function created(object: GcsObject): PutResult {
   return object.etag ? { status: "Created", etag: object.etag } : { status: "Created" };
-}
-
-function noSuchUpload(op: string, key: string, uploadId: string): StoreError {
-  return new StoreError("NotFound", `${op} ${key}: upload ${uploadId} does not exist`, {
-    op,
-    key,
-    status: 404,
-    code: "NoSuchUpload",
-  });
-}
-
-function checkUploadId(uploadId: string, op: string, key: string): void {
-  if (!isUploadId(uploadId)) {
-    throw new StoreError(
-      "NotFound",
-      `${op} ${key}: ${JSON.stringify(uploadId)} is not an upload of this store`,
-      {
-        op,
-        key,
-        code: "NoSuchUpload",
-      },
-    );
-  }
-}
-
-/** The parts in part-number order, each named once. */
-function sortedParts(key: string, parts: CompletedPart[]): CompletedPart[] {
-  const op = "completeMultipart";
-  if (parts.length === 0) {
-    throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
-      op,
-      key,
-      code: "InvalidPart",
-    });
-  }
-  const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
-  sorted.forEach((part, i) => {
-    checkPartNumber(part.partNumber, op, key);
-    if (i > 0 && sorted[i - 1].partNumber === part.partNumber) {
-      throw new StoreError("PreconditionFailed", `part ${part.partNumber} is listed twice`, {
-        op,
-        key,
-        code: "InvalidPartOrder",
-      });
-    }
-  });
-  return sorted;
-}
-
-function rangeError(key: string, start: number, size: number): StoreError {
-  return new StoreError(
-    "InvalidRange",
-    `get ${key}: range starts at ${start}, object has ${size} bytes`,
-    {
-      op: "get",
-      key,
-      status: 416,
-      code: "InvalidRange",
-    },
-  );
-}
-
-function checkRange(range: { start: number; length: number }, key: string): void {
-  const { start, length } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 1) {
-    throw new StoreError(
-      "InvalidRange",
-      `get ${key}: range ${start}+${length} is not a byte range`,
-      {
-        op: "get",
-        key,
-        code: "InvalidRange",
-      },
-    );
-  }
 }

@@ -4,6 +4,7 @@
 import type { CompletedPart, UserMetadata } from "../types.ts";
 import { xmlEscape } from "../_xml.ts";
 import { bareEtag } from "../_rules.ts";
+import { type ByteRange, rangeHeader } from "../_ranges.ts";
 import type { QueryParam } from "./sigv4.ts";
 
 /** How the bucket is addressed: `endpoint/bucket/key` or `bucket.endpoint/key`. */
@@ -117,17 +118,11 @@ export function putObject(
   return { method: "PUT", ...target(loc, key), query: [], headers, body };
 }
 
-/** The `Range` header value for [start, start + length); a zero length asks for one byte. */
-export function rangeHeader(range: { start: number; length: number }): string {
-  const last = range.start + Math.max(range.length, 1) - 1;
-  return `bytes=${range.start}-${last}`;
-}
-
 /** GetObject, optionally ranged. */
 export function getObject(
   loc: S3Location,
   key: string,
-  range?: { start: number; length: number },
+  range?: ByteRange,
 ): S3Request {
   const headers: Record<string, string> = {};
   if (range) headers["range"] = rangeHeader(range);

@@ -14,6 +14,7 @@ import {
   children,
   childText,
   decodeText,
+  errorElement,
   parseXml,
   rootElement,
   snippet,
@@ -21,6 +22,7 @@ import {
   XmlSyntaxError,
 } from "../_xml.ts";
 import { bareEtag } from "../_rules.ts";
+import { answerError, answerKind, where } from "../_errors.ts";
 
 /** What an S3 error body (or a bodiless error status) says, beyond the code. */
 export class S3ErrorInfo extends Error {
@@ -86,14 +88,8 @@ const CODE_KINDS: Record<string, StoreErrorKind> = {
 
 /** The error kind for an S3 code and HTTP status: the code decides when known, else the status. */
 export function errorKind(code: string, status: number): StoreErrorKind {
-  const byCode = CODE_KINDS[code];
-  if (byCode) return byCode;
-  if (status === 429 || status === 503) return "Throttled";
-  if (status >= 500) return status === 501 ? "Unsupported" : "Transport";
-  if (status === 401 || status === 403) return "Auth";
-  if (status === 404) return "NotFound";
-  if (status === 412) return "PreconditionFailed";
-  if (status === 416) return "InvalidRange";
+  const known = answerKind(CODE_KINDS, code, status);
+  if (known) return known;
   if (status === 301 || status === 400 && code.includes("Region")) return "Auth";
   if (status === 307 || status === 408 || status === 409) return "Transport";
   // Other 4xx: S3 refused the request as built (InvalidArgument, KeyTooLongError…): "a request
@@ -129,26 +125,15 @@ export function parseErrorInfo(status: number, headers: Headers, body: Uint8Arra
   let endpoint: string | undefined;
   let serverTime: Date | undefined;
   let requestId = headers.get("x-amz-request-id") ?? undefined;
-  const text = body.byteLength > 0 ? decodeText(body) : "";
-  let unparsed = "";
-  if (text.trim()) {
-    try {
-      const error = rootElement(parseXml(text), "Error");
-      if (error) {
-        code = childText(error, "Code")?.trim() || code;
-        message = childText(error, "Message")?.trim() ?? "";
-        region = childText(error, "Region")?.trim() || regionFromMessage(message) || region;
-        endpoint = childText(error, "Endpoint")?.trim() || undefined;
-        requestId = childText(error, "RequestId")?.trim() || requestId;
-        const st = childText(error, "ServerTime")?.trim();
-        if (st && !Number.isNaN(Date.parse(st))) serverTime = new Date(st);
-      } else {
-        unparsed = snippet(text);
-      }
-    } catch (err) {
-      if (!(err instanceof XmlSyntaxError)) throw err;
-      unparsed = err.snippet;
-    }
+  const { error, unparsed } = errorElement(body);
+  if (error) {
+    code = childText(error, "Code")?.trim() || code;
+    message = childText(error, "Message")?.trim() ?? "";
+    region = childText(error, "Region")?.trim() || regionFromMessage(message) || region;
+    endpoint = childText(error, "Endpoint")?.trim() || undefined;
+    requestId = childText(error, "RequestId")?.trim() || requestId;
+    const st = childText(error, "ServerTime")?.trim();
+    if (st && !Number.isNaN(Date.parse(st))) serverTime = new Date(st);
   }
   const date = headers.get("date");
   if (date && !Number.isNaN(Date.parse(date))) serverTime = new Date(date);
@@ -168,11 +153,9 @@ export function s3Error(
   key: string | undefined,
   redact: (text: string) => string = (t) => t,
 ): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  let message = `${where}: ${info.status} ${info.code}: ${info.message}`;
-  if (info.region && (info.code === "AuthorizationHeaderMalformed" || info.status === 301)) {
-    message += ` (the bucket's region is '${info.region}')`;
-  }
+  const hint = info.region && (info.code === "AuthorizationHeaderMalformed" || info.status === 301)
+    ? ` (the bucket's region is '${info.region}')`
+    : "";
   const clean = redact(info.message) === info.message ? info : new S3ErrorInfo(
     info.code,
     redact(info.message),
@@ -182,12 +165,13 @@ export function s3Error(
     info.serverTime,
     info.requestId,
   );
-  return new StoreError(
-    errorKind(info.code, info.status),
-    redact(message),
-    { op, key, status: info.status, code: info.code },
-    { cause: clean },
-  );
+  return answerError(errorKind(info.code, info.status), info, {
+    op,
+    key,
+    redact,
+    hint,
+    cause: clean,
+  });
 }
 
 /** A `Malformed` error for a body tierd could not read. */
@@ -197,8 +181,7 @@ export function malformed(
   why: string,
   text: string,
 ): StoreError {
-  const where = key === undefined ? op : `${op} ${key}`;
-  return new StoreError("Malformed", `${where}: ${why}: ${snippet(text)}`, { op, key });
+  return new StoreError("Malformed", `${where(op, key)}: ${why}: ${snippet(text)}`, { op, key });
 }
 
 function parseRoot(body: Uint8Array, root: string, op: string, key?: string): XmlNode {
@@ -376,10 +359,4 @@ export function parseHead(key: string, headers: Headers): ObjectHead {
   const modified = parseDate(headers.get("last-modified") ?? undefined);
   if (modified) head.lastModified = modified;
   return head;
-}
-
-/** The total object size from `Content-Range: bytes a-b/total` (undefined when `*`). */
-export function totalFromContentRange(value: string | null): number | undefined {
-  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
-  return match ? Number(match[1]) : undefined;
 }

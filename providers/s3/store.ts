@@ -2,8 +2,10 @@
 // (sigv4.ts), sends it through the shared transport (../http.ts) and reads the answer
 // (responses.ts). The only state is the signing-key cache, the learned clock offset and the
 // address style.
-import { bareEtag, checkMetadata, checkPartNumber } from "../_rules.ts";
-import { type FetchFn, type HttpResponse, sendHttp } from "../http.ts";
+import { bareEtag, checkMetadata, checkPartNumber, requireParts } from "../_rules.ts";
+import { checkRange, rangedBody } from "../_ranges.ts";
+import { listingFrom } from "../_errors.ts";
+import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { xmlRepresentable } from "../_xml.ts";
 import { secretRedactor } from "../_redact.ts";
 import { backoffDelay, sleep } from "../retry.ts";
@@ -33,7 +35,6 @@ import {
   parseListObjectsV2,
   s3Error,
   type S3ErrorInfo,
-  totalFromContentRange,
 } from "./responses.ts";
 import { type Credentials, presignGetUrl, type SigningKeyEntry, signRequest } from "./sigv4.ts";
 import { createMD5, type IHasher } from "hash-wasm";
@@ -132,11 +133,15 @@ export class S3Store implements ObjectStore {
 
   /** Never shows credentials (Deno.inspect / console.log). */
   [Symbol.for("Deno.customInspect")](): string {
-    return `S3Store { bucket: ${this.bucket}, region: ${this.region}, style: ${this.addressStyle} }`;
+    return this.#describe();
   }
 
   /** Never shows credentials (Node / Bun inspect). */
   [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.#describe();
+  }
+
+  #describe(): string {
     return `S3Store { bucket: ${this.bucket}, region: ${this.region}, style: ${this.addressStyle} }`;
   }
 
@@ -167,28 +172,14 @@ export class S3Store implements ObjectStore {
     const response = await this.#exchange("get", key, req.getObject(this.#location, key, range), {
       signal: options.signal,
     });
+    const { bytes, size } = rangedBody(response, range, key, {
+      malformed: (why) =>
+        new StoreError("Malformed", `get ${key}: ${why}`, { op: "get", key, status: 206 }),
+      // S3 refuses a range starting at or past the end with 416; its 206 is taken as is.
+      trustPartial: true,
+    });
     const etag = response.headers.get("etag");
-    const result = (bytes: Uint8Array, size: number): GetResult =>
-      etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
-    if (!range) return result(response.body, response.body.byteLength);
-    if (response.status === 206) {
-      const size = totalFromContentRange(response.headers.get("content-range"));
-      if (size === undefined) {
-        throw new StoreError("Malformed", `get ${key}: 206 without a usable Content-Range`, {
-          op: "get",
-          key,
-          status: 206,
-        });
-      }
-      const bytes = response.body.byteLength > range.length
-        ? response.body.subarray(0, range.length)
-        : response.body;
-      return result(bytes, size);
-    }
-    // A 200 to a ranged request: the server sent the whole object; cut the range out.
-    const size = response.body.byteLength;
-    if (range.start >= size) throw rangeError(key, range.start, size);
-    return result(response.body.slice(range.start, range.start + range.length), size);
+    return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
   }
 
   async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
@@ -239,24 +230,11 @@ export class S3Store implements ObjectStore {
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     const request = req.listObjectsV2(this.#location, prefix, options);
-    try {
+    // S3 answers a token it did not hand out with 400 InvalidArgument.
+    return await listingFrom(options.continuationToken, async () => {
       const response = await this.#exchange("list", undefined, request, { signal: options.signal });
       return this.#parse(() => parseListObjectsV2(response.body));
-    } catch (err) {
-      // S3 answers a token it did not hand out with 400 InvalidArgument; fs and sim call that
-      // Malformed/InvalidToken, and so does the contract.
-      if (
-        options.continuationToken && err instanceof StoreError && err.detail.status === 400 &&
-        err.detail.code === "InvalidArgument"
-      ) {
-        throw new StoreError("Malformed", `continuation token is not valid: ${err.message}`, {
-          op: "list",
-          status: 400,
-          code: "InvalidToken",
-        }, { cause: err });
-      }
-      throw err;
-    }
+    }, { refusalCode: "InvalidArgument" });
   }
 
   async createMultipart(
@@ -306,13 +284,7 @@ export class S3Store implements ObjectStore {
   ): Promise<PutResult> {
     const op = "completeMultipart";
     req.checkKey(key, op);
-    if (parts.length === 0) {
-      throw new StoreError("PreconditionFailed", "a multipart upload needs at least one part", {
-        op,
-        key,
-        code: "InvalidPart",
-      });
-    }
+    requireParts(key, parts);
     const ifAbsent = options.ifAbsent === true;
     if (ifAbsent && this.#conditionalComplete === "head") {
       // Racy fallback for stores that ignore If-None-Match on completion: look first.
@@ -537,40 +509,7 @@ export class S3Store implements ObjectStore {
   }
 }
 
-function isOk(status: number): boolean {
-  return status >= 200 && status < 300;
-}
-
 function created(response: HttpResponse): PutResult {
   const etag = response.headers.get("etag");
   return etag ? { status: "Created", etag: bareEtag(etag) } : { status: "Created" };
-}
-
-function rangeError(key: string, start: number, size: number): StoreError {
-  return new StoreError(
-    "InvalidRange",
-    `get ${key}: range starts at ${start}, object has ${size} bytes`,
-    {
-      op: "get",
-      key,
-      status: 416,
-      code: "InvalidRange",
-    },
-  );
-}
-
-/** The same range checks the fs and sim stores make (../_rules.ts resolveRange). */
-function checkRange(range: { start: number; length: number }, key: string): void {
-  const { start, length } = range;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(length) || start < 0 || length < 1) {
-    throw new StoreError(
-      "InvalidRange",
-      `get ${key}: range ${start}+${length} is not a byte range`,
-      {
-        op: "get",
-        key,
-        code: "InvalidRange",
-      },
-    );
-  }
 }

@@ -1,6 +1,6 @@
 // An in-memory object store with seeded fault injection (DESIGN §9): the store the reliability
-// tests drive. It follows S3's rules (see ../_rules.ts) and fails with the same typed errors a
-// real provider gives, so code that survives it survives a flaky bucket.
+// tests drive. It follows S3's rules (see ../_rules.ts and ../_ranges.ts) and fails with the same
+// typed errors a real provider gives, so code that survives it survives a flaky bucket.
 import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../_keys.ts";
 import { seededRandom } from "../_rng.ts";
 import {
@@ -10,8 +10,8 @@ import {
   MIN_PART_SIZE,
   multipartEtag,
   planCompletion,
-  resolveRange,
 } from "../_rules.ts";
+import { resolveRange } from "../_ranges.ts";
 import { sleep } from "../retry.ts";
 import {
   type CompletedPart,

@@ -3,6 +3,12 @@
 import { type FileHandle, mkdir, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { initHashes } from "../hash.ts";
+import {
+  parseSegmentFileName,
+  type PartitionId,
+  partitionRelPath,
+  segmentStem,
+} from "../partition/layout.ts";
 import { MAX_PAYLOAD_SIZE } from "./_bytes.ts";
 import { readSegmentBounds } from "./bounds.ts";
 import { codecFor, type SegmentCodec } from "./codec.ts";
@@ -49,24 +55,13 @@ const DEFAULT_START_TIMESTAMP_US = 1_750_000_000_000_000n;
 const WRITE_CHUNK = 4 << 20;
 
 /** The partition directory the broker uses for these ids. */
-export function partitionDir(
-  dataDir: string,
-  ids: { stream: number; topic: number; partition: number },
-): string {
-  return join(
-    dataDir,
-    "streams",
-    String(ids.stream),
-    "topics",
-    String(ids.topic),
-    "partitions",
-    String(ids.partition),
-  );
+export function partitionDir(dataDir: string, ids: PartitionId): string {
+  return join(dataDir, partitionRelPath(ids));
 }
 
 /** A segment's `.log` and `.index` paths in a partition directory. */
 export function segmentPaths(dir: string, startOffset: bigint): { log: string; index: string } {
-  const stem = join(dir, startOffset.toString().padStart(20, "0"));
+  const stem = join(dir, segmentStem(startOffset));
   return { log: `${stem}.log`, index: `${stem}.index` };
 }
 
@@ -199,9 +194,10 @@ async function segmentStarts(dir: string): Promise<bigint[]> {
     throw err;
   }
   return names
-    .map((n) => /^(\d{20})\.log$/.exec(n)?.[1])
-    .filter((s): s is string => s !== undefined)
-    .map(BigInt)
+    .flatMap((name) => {
+      const file = parseSegmentFileName(name);
+      return file?.ext === "log" ? [file.start] : [];
+    })
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { type ObjectStore, StoreError, type StoreErrorKind } from "../../providers/types.ts";
 import type { ObjectInfo } from "../../providers/types.ts";
+import { concat, randomBytes } from "../providers/_bytes.ts";
 
 /** The cases of the contract, for `exceptions`. */
 export type ContractCase =
@@ -396,22 +397,6 @@ function assertBytes(actual: Uint8Array, expected: Uint8Array, what = "bytes"): 
 
 function bytesOf(s: string): Uint8Array {
   return new TextEncoder().encode(s);
-}
-
-function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i += 65536) crypto.getRandomValues(out.subarray(i, i + 65536));
-  return out;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.length;
-  }
-  return out;
 }
 
 /** The suite's own oracle for UTF-8 byte order, independent of the providers' helper. */

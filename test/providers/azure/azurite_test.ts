@@ -12,6 +12,8 @@ import { listAll, StoreError } from "../../../providers/types.ts";
 import { type AzuriteServer, findAzurite, startAzurite } from "../../fixtures/azurite.ts";
 import { tempDir } from "../../_util.ts";
 import { accountSas } from "./_sas.ts";
+import { assertNoLeak } from "../_faults.ts";
+import { randomBytes } from "../_bytes.ts";
 
 const MiB = 1024 * 1024;
 const WRONG_KEY = btoa("a wrong key for devstoreaccount1, 64 bytes long, padded.........");
@@ -26,26 +28,9 @@ function storeFor(azurite: AzuriteServer, options: Partial<AzureStoreOptions> = 
   });
 }
 
-function random(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i += 65536) {
-    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
-  }
-  return out;
-}
-
 function assertNoSecret(err: unknown, secrets: string[]): void {
   assert.ok(err instanceof StoreError);
-  for (
-    const text of [
-      String(err),
-      err.message,
-      JSON.stringify(err.detail),
-      Deno.inspect(err, { depth: 8 }),
-    ]
-  ) {
-    for (const secret of secrets) assert.ok(!text.includes(secret), `secret leaked: ${text}`);
-  }
+  assertNoLeak(err, secrets.map((secret) => [secret, "secret"] as const), { depth: 8 });
 }
 
 const found = await findAzurite();
@@ -187,7 +172,7 @@ if ("reason" in found) {
       await t.step(
         "a 12 MiB object through the shared multipart writer, 3 blocks at once",
         async () => {
-          const body = random(12 * MiB + 5);
+          const body = randomBytes(12 * MiB + 5);
           const ids: string[] = [];
           const writer = new BufferedMultipartWriter(store, "big/w.log", {
             partSize: 5 * MiB,
@@ -220,7 +205,7 @@ if ("reason" in found) {
             partSize: 5 * MiB,
             ifAbsent: true,
           });
-          await again.write(random(6 * MiB));
+          await again.write(randomBytes(6 * MiB));
           assert.deepEqual(await again.complete(), { status: "AlreadyExists" });
           assert.deepEqual(await store.listMultipartUploads("big/"), []);
           assert.equal(
@@ -235,8 +220,8 @@ if ("reason" in found) {
         try {
           const small = join(dir.path, "small.log");
           const large = join(dir.path, "large.log");
-          await Deno.writeFile(small, random(1000));
-          const largeBody = random(11 * MiB);
+          await Deno.writeFile(small, randomBytes(1000));
+          const largeBody = randomBytes(11 * MiB);
           await Deno.writeFile(large, largeBody);
           assert.equal(
             (await uploadFile(store, "file/small.log", small, { partSize: 5 * MiB })).status,
@@ -261,7 +246,7 @@ if ("reason" in found) {
 
       await t.step("an aborted upload cannot complete; its blocks never surface", async () => {
         const id = await store.createMultipart("abort/x");
-        const part = await store.putPart("abort/x", id, 1, random(100));
+        const part = await store.putPart("abort/x", id, 1, randomBytes(100));
         await store.abortMultipart("abort/x", id);
         const err = await store.completeMultipart("abort/x", id, [part]).catch((e) => e);
         assert.equal(err.kind, "NotFound");

@@ -8,8 +8,8 @@ import {
   parseErrorInfo,
   parseListBlobs,
   parseProperties,
-  totalFromContentRange,
 } from "../../../providers/azure/responses.ts";
+import { totalFromContentRange } from "../../../providers/_ranges.ts";
 import { StoreError } from "../../../providers/types.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);

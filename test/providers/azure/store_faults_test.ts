@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { AzureStore, type AzureStoreOptions } from "../../../providers/azure/store.ts";
 import { blockId } from "../../../providers/azure/requests.ts";
 import type { FetchFn } from "../../../providers/http.ts";
-import { StoreError, type StoreErrorKind } from "../../../providers/types.ts";
+import type { StoreErrorKind } from "../../../providers/types.ts";
+import { assertNoLeak, type FakeHandler, recordingFetch, rejectsWithCode } from "../_faults.ts";
 
 const KEY = "c2VjcmV0LWFjY291bnQta2V5LWZvci10ZXN0cy0wMTIzNDU2Nzg5";
 const SAS =
@@ -13,28 +14,8 @@ const SAS =
 const SIG_DECODED = "U2lnbmF0dXJlU2VjcmV0VmFsdWU=";
 const NOW = new Date("2026-03-01T12:00:00Z");
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: Uint8Array;
-}
-
-function fakeAzure(
-  handler: (request: Seen, n: number) => Response | Promise<Response>,
-  options: Partial<AzureStoreOptions> = {},
-) {
-  const seen: Seen[] = [];
-  const fetch: FetchFn = async (url, init) => {
-    const request: Seen = {
-      method: init.method ?? "GET",
-      url,
-      headers: init.headers as Record<string, string>,
-      body: init.body as Uint8Array | undefined,
-    };
-    seen.push(request);
-    return await handler(request, seen.length);
-  };
+function fakeAzure(handler: FakeHandler, options: Partial<AzureStoreOptions> = {}) {
+  const { fetch, seen } = recordingFetch(handler);
   const store = new AzureStore({
     account: "acct",
     container: "tier",
@@ -58,28 +39,11 @@ const azureError = (
     { status, headers: { "content-type": "application/xml", "x-ms-error-code": code, ...headers } },
   );
 
-async function rejectsWith(
-  promise: Promise<unknown>,
-  kind: StoreErrorKind,
-  code?: string,
-): Promise<StoreError> {
-  let caught: unknown;
-  await promise.then(() => assert.fail("expected a failure"), (err) => (caught = err));
-  assert.ok(caught instanceof StoreError, `expected a StoreError, got ${caught}`);
-  assert.equal(caught.kind, kind, caught.message);
-  if (code) assert.equal(caught.detail.code, code);
-  assertNoSecrets(caught);
-  return caught;
-}
+const rejectsWith = rejectsWithCode(assertNoSecrets);
 
 function assertNoSecrets(value: unknown): void {
-  const texts = [String(value), Deno.inspect(value, { depth: 10 })];
-  if (value instanceof StoreError) texts.push(value.message, JSON.stringify(value.detail));
-  for (const text of texts) {
-    for (const secret of [KEY, SAS, SIG_DECODED, encodeURIComponent(SIG_DECODED)]) {
-      assert.ok(!text.includes(secret), `a secret leaked: ${text}`);
-    }
-  }
+  const secrets = [KEY, SAS, SIG_DECODED, encodeURIComponent(SIG_DECODED)];
+  assertNoLeak(value, secrets.map((secret) => [secret, "a secret"] as const));
 }
 
 Deno.test("azure faults: requests are signed with SharedKey and the date header", async () => {

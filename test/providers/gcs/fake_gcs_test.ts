@@ -11,6 +11,7 @@ import { uploadFile } from "../../../providers/upload.ts";
 import { listAll, StoreError } from "../../../providers/types.ts";
 import { type FakeGcsServer, findFakeGcs, startFakeGcs } from "../../fixtures/fake_gcs.ts";
 import { tempDir } from "../../_util.ts";
+import { concat, randomBytes } from "../_bytes.ts";
 
 const MiB = 1024 * 1024;
 
@@ -22,24 +23,6 @@ function storeFor(server: FakeGcsServer, options: Partial<GcsStoreOptions> = {})
     conditionalCompose: "head", // fake-gcs-server ignores ifGenerationMatch on compose
     ...options,
   });
-}
-
-function random(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i += 65536) {
-    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
-  }
-  return out;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 const found = await findFakeGcs();
@@ -57,7 +40,7 @@ if ("reason" in found) {
       await t.step("70 parts compose through a tree (32 per call) into one object", async () => {
         const key = "tree/big.log";
         const uploadId = await store.createMultipart(key, { metadata: { "end-offset": "69" } });
-        const bodies = Array.from({ length: 70 }, (_, i) => random(1000 + i));
+        const bodies = Array.from({ length: 70 }, (_, i) => randomBytes(1000 + i));
         const order = bodies.map((_, i) => i + 1).reverse();
         const parts = [];
         for (let i = 0; i < order.length; i += 10) {
@@ -83,7 +66,9 @@ if ("reason" in found) {
 
       await t.step("abort removes the marker and every staged part", async () => {
         const uploadId = await store.createMultipart("abort/x");
-        await Promise.all([1, 2, 3].map((n) => store.putPart("abort/x", uploadId, n, random(10))));
+        await Promise.all(
+          [1, 2, 3].map((n) => store.putPart("abort/x", uploadId, n, randomBytes(10))),
+        );
         assert.equal((await listAll(store, ".tierd-multipart/abort/")).length, 4);
         await store.abortMultipart("abort/x", uploadId);
         assert.deepEqual(await listAll(store, ".tierd-multipart/"), []);
@@ -101,7 +86,7 @@ if ("reason" in found) {
         async () => {
           const uploadId = await store.createMultipart("stray/x");
           await store.abortMultipart("stray/x", uploadId);
-          await store.putPart("stray/x", uploadId, 1, random(10)); // raced the abort
+          await store.putPart("stray/x", uploadId, 1, randomBytes(10)); // raced the abort
           const uploads = await store.listMultipartUploads("stray/");
           assert.deepEqual(uploads.map((u) => [u.key, u.uploadId]), [["stray/x", uploadId]]);
           await store.abortMultipart("stray/x", uploadId);
@@ -110,7 +95,7 @@ if ("reason" in found) {
       );
 
       await t.step("the shared writer: 3 parts in flight, ifAbsent twice", async () => {
-        const body = random(11 * MiB + 3);
+        const body = randomBytes(11 * MiB + 3);
         const write = async () => {
           const writer = new BufferedMultipartWriter(store, "writer/w.log", {
             partSize: 5 * MiB,
@@ -139,8 +124,8 @@ if ("reason" in found) {
         try {
           const small = join(dir.path, "small.log");
           const large = join(dir.path, "large.log");
-          await Deno.writeFile(small, random(100));
-          const largeBody = random(11 * MiB);
+          await Deno.writeFile(small, randomBytes(100));
+          const largeBody = randomBytes(11 * MiB);
           await Deno.writeFile(large, largeBody);
           assert.equal(
             (await uploadFile(store, "file/small.log", small, { partSize: 5 * MiB })).status,

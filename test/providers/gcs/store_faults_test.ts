@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { NoTokenSource, type TokenSource } from "../../../providers/gcs/credentials.ts";
 import { GcsStore, type GcsStoreOptions } from "../../../providers/gcs/store.ts";
-import type { FetchFn } from "../../../providers/http.ts";
-import { StoreError, type StoreErrorKind } from "../../../providers/types.ts";
+import type { StoreErrorKind } from "../../../providers/types.ts";
+import { assertNoLeak, type FakeHandler, recordingFetch, rejectsWithCode } from "../_faults.ts";
 
 const TOKEN_PREFIX = "ya29.secret-bearer-";
 
@@ -26,29 +26,9 @@ class CountingTokens implements TokenSource {
   }
 }
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: Uint8Array;
-}
-
-function fakeGcs(
-  handler: (request: Seen, n: number) => Response | Promise<Response>,
-  options: Partial<GcsStoreOptions> = {},
-) {
-  const seen: Seen[] = [];
+function fakeGcs(handler: FakeHandler, options: Partial<GcsStoreOptions> = {}) {
   const tokens = new CountingTokens();
-  const fetch: FetchFn = async (url, init) => {
-    const request: Seen = {
-      method: init.method ?? "GET",
-      url,
-      headers: init.headers as Record<string, string>,
-      body: init.body as Uint8Array | undefined,
-    };
-    seen.push(request);
-    return await handler(request, seen.length);
-  };
+  const { fetch, seen } = recordingFetch(handler);
   const store = new GcsStore({
     bucket: "tier",
     endpoint: "http://gcs.test",
@@ -75,26 +55,10 @@ const object = (name: string, extra: Record<string, unknown> = {}) =>
     ...extra,
   });
 
-async function rejectsWith(
-  promise: Promise<unknown>,
-  kind: StoreErrorKind,
-  code?: string,
-): Promise<StoreError> {
-  let caught: unknown;
-  await promise.then(() => assert.fail("expected a failure"), (err) => (caught = err));
-  assert.ok(caught instanceof StoreError, `expected a StoreError, got ${caught}`);
-  assert.equal(caught.kind, kind, caught.message);
-  if (code) assert.equal(caught.detail.code, code);
-  assertNoTokens(caught);
-  return caught;
-}
+const rejectsWith = rejectsWithCode(assertNoTokens);
 
 function assertNoTokens(value: unknown): void {
-  const texts = [String(value), Deno.inspect(value, { depth: 10 })];
-  if (value instanceof StoreError) texts.push(value.message, JSON.stringify(value.detail));
-  for (const text of texts) {
-    assert.ok(!text.includes(TOKEN_PREFIX), `a bearer token leaked: ${text}`);
-  }
+  assertNoLeak(value, [[TOKEN_PREFIX, "a bearer token"]]);
 }
 
 Deno.test("gcs faults: requests carry the bearer token; none without one", async () => {

@@ -12,8 +12,8 @@ import {
   parseListObjectsV2,
   s3Error,
   S3ErrorInfo,
-  totalFromContentRange,
 } from "../../../providers/s3/responses.ts";
+import { totalFromContentRange } from "../../../providers/_ranges.ts";
 import { StoreError, type StoreErrorKind } from "../../../providers/types.ts";
 
 const fixture = (name: string) =>

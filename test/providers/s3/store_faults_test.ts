@@ -5,33 +5,21 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { S3Store, type S3StoreOptions } from "../../../providers/s3/store.ts";
 import type { FetchFn } from "../../../providers/http.ts";
-import { classify, StoreError, type StoreErrorKind } from "../../../providers/types.ts";
+import { classify, StoreError } from "../../../providers/types.ts";
+import {
+  assertNoLeak,
+  type FakeHandler,
+  recordingFetch,
+  rejectsWith,
+  type SeenRequest,
+} from "../_faults.ts";
 
 const SECRET = "SeCrEt/Key+Value0123456789abcdefEXAMPLE";
 const TOKEN = "FwoGZXIvYXdzSESSIONTOKENexample0123456789";
 const NOW = new Date("2026-03-01T12:00:00Z");
 
-interface SeenRequest {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body?: Uint8Array;
-}
-
-type Handler = (request: SeenRequest, n: number) => Response | Promise<Response>;
-
-function fakeS3(handler: Handler, options: Partial<S3StoreOptions> = {}) {
-  const seen: SeenRequest[] = [];
-  const fetch: FetchFn = async (url, init) => {
-    const request: SeenRequest = {
-      method: init.method ?? "GET",
-      url,
-      headers: init.headers as Record<string, string>,
-      body: init.body as Uint8Array | undefined,
-    };
-    seen.push(request);
-    return await handler(request, seen.length);
-  };
+function fakeS3(handler: FakeHandler, options: Partial<S3StoreOptions> = {}) {
+  const { fetch, seen } = recordingFetch(handler);
   const store = new S3Store({
     endpoint: "http://s3.test:9000",
     region: "us-east-1",
@@ -54,26 +42,8 @@ const xml = (body: string, status: number, headers: Record<string, string> = {})
 const s3ErrorBody = (code: string, message = code) =>
   `<Error><Code>${code}</Code><Message>${message}</Message><RequestId>R</RequestId></Error>`;
 
-async function rejectsWith(
-  promise: Promise<unknown>,
-  kind: StoreErrorKind,
-  check?: (err: StoreError) => void,
-): Promise<StoreError> {
-  let caught: unknown;
-  await promise.then(() => assert.fail("expected a failure"), (err) => (caught = err));
-  assert.ok(caught instanceof StoreError, `expected a StoreError, got ${caught}`);
-  assert.equal(caught.kind, kind, caught.message);
-  check?.(caught);
-  return caught;
-}
-
 function assertNoSecrets(value: unknown): void {
-  const texts = [String(value), Deno.inspect(value, { depth: 10 })];
-  if (value instanceof StoreError) texts.push(value.message, JSON.stringify(value.detail));
-  for (const text of texts) {
-    assert.ok(!text.includes(SECRET), `the secret leaked: ${text}`);
-    assert.ok(!text.includes(TOKEN), `the session token leaked: ${text}`);
-  }
+  assertNoLeak(value, [[SECRET, "the secret"], [TOKEN, "the session token"]]);
 }
 
 Deno.test("s3 faults: 503 SlowDown is Throttled, 429 too, 500 is Transport", async () => {

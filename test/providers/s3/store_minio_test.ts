@@ -10,6 +10,8 @@ import { SimStore } from "../../../providers/sim/store.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { findMinio, type MinioServer, startMinio } from "../../fixtures/minio.ts";
 import { tempDir } from "../../_util.ts";
+import { assertNoLeak } from "../_faults.ts";
+import { randomBytes } from "../_bytes.ts";
 
 const MiB = 1024 * 1024;
 
@@ -99,16 +101,7 @@ if ("reason" in found) {
         for (const attempt of [() => store.list(""), () => store.head("k"), () => store.get("k")]) {
           const err = await attempt().then(() => undefined, (e) => e);
           assert.ok(err instanceof StoreError && err.kind === "Auth", String(err));
-          for (
-            const text of [
-              err.message,
-              String(err),
-              JSON.stringify(err.detail),
-              Deno.inspect(err, { depth: 9 }),
-            ]
-          ) {
-            assert.ok(!text.includes(secret), text);
-          }
+          assertNoLeak(err, [[secret, "the secret"]], { depth: 9 });
         }
       });
 
@@ -138,10 +131,7 @@ if ("reason" in found) {
         const dir = await tempDir("tierd-minio-upload");
         try {
           const path = join(dir.path, "00000000000000000000.log");
-          const data = new Uint8Array(12 * MiB + 7);
-          for (let i = 0; i < data.length; i += 65536) {
-            crypto.getRandomValues(data.subarray(i, i + 65536));
-          }
+          const data = randomBytes(12 * MiB + 7);
           await Deno.writeFile(path, data);
           const ids: string[] = [];
           let stored = 0;
