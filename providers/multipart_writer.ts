@@ -30,6 +30,8 @@ export interface MultipartWriterOptions {
   onUploadId?: (uploadId: string) => void | Promise<void>;
   /** Called after each stored part (or the single put) with the bytes stored so far. */
   onProgress?: (bytesStored: number) => void;
+  /** Called once the store is done with a part handed to `writePart` (stored or failed). */
+  recycle?: (part: Uint8Array) => void;
   /** Wraps each store call, for retries. @default one attempt */
   run?: StoreCallRunner;
   /** The smallest part the store accepts (all but the last). @default 5 MiB, S3's */
@@ -159,6 +161,15 @@ export class BufferedMultipartWriter {
     this.#filled = part.byteLength;
   }
 
+  /**
+   * Sends a buffered full part now rather than at the next write or `complete()`, so a caller
+   * whose part buffers come from a shared pool never sits on one while it waits for the next.
+   */
+  async flush(): Promise<void> {
+    await this.#throwIfUnusable();
+    if (this.#filled === this.#partSize) await this.#sendFull();
+  }
+
   async #sendFull(): Promise<void> {
     const full = this.#buffer!;
     this.#buffer = undefined;
@@ -269,7 +280,10 @@ export class BufferedMultipartWriter {
         this.#options.onProgress?.(this.#stored);
       },
       (err) => this.#fail(err),
-    ).finally(() => this.#inFlight.delete(task));
+    ).finally(() => {
+      this.#inFlight.delete(task);
+      this.#options.recycle?.(part);
+    });
     this.#inFlight.add(task);
   }
 

@@ -4,10 +4,17 @@
 import { open } from "node:fs/promises";
 import { MAX_PART_NUMBER } from "./_rules.ts";
 import { BufferedMultipartWriter, type MultipartWriterOptions } from "./multipart_writer.ts";
+import { PartBufferPool } from "./part_pool.ts";
 import type { ObjectStore, PutResult } from "./types.ts";
 
-/** Options of {@link uploadFile}: those of the multipart writer. */
-export type UploadFileOptions = MultipartWriterOptions;
+/** Options of {@link uploadFile}: those of the multipart writer, plus a shared buffer pool. */
+export interface UploadFileOptions extends MultipartWriterOptions {
+  /**
+   * Part buffers shared with other uploads (bounds memory node-wide).
+   * @default a pool of `concurrency + 1` buffers for this upload alone
+   */
+  pool?: PartBufferPool;
+}
 
 /**
  * Uploads the file at `path` to `key`.
@@ -52,17 +59,33 @@ export async function uploadFile(
       return result;
     }
     const partSize = Math.max(options.partSize, Math.ceil(size / MAX_PART_NUMBER));
-    const writer = new BufferedMultipartWriter(store, key, { ...options, partSize });
+    const shared = options.pool && options.pool.partSize >= partSize ? options.pool : undefined;
+    const pool = shared ?? new PartBufferPool(partSize, (options.concurrency ?? 4) + 1);
+    // Every buffer this upload took goes back exactly once: when the store is done with it,
+    // or at the end for any the writer never sent (a failure before its turn).
+    const held = new Set<Uint8Array>();
+    const giveBack = (part: Uint8Array) => {
+      if (held.delete(part)) pool.release(part);
+    };
+    const writer = new BufferedMultipartWriter(store, key, {
+      ...options,
+      partSize,
+      recycle: giveBack,
+    });
     try {
       for (let position = 0; position < size; position += partSize) {
-        const part = new Uint8Array(Math.min(partSize, size - position));
+        const part = await pool.acquire(Math.min(partSize, size - position), options.signal);
+        held.add(part);
         await readFully(file, part, position, path);
         await writer.writePart(part);
+        await writer.flush(); // never hold a pooled buffer while waiting for the next one
       }
       return await writer.complete();
     } catch (err) {
       await writer.abort().catch(() => {});
       throw err;
+    } finally {
+      for (const part of [...held]) giveBack(part);
     }
   } finally {
     await file.close();

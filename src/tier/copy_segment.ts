@@ -2,6 +2,7 @@
 // verifies both with HEADs. Creates are conditional, so a retry or a second agent is a no-op.
 import { readFile, stat } from "node:fs/promises";
 import type { ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
+import type { PartBufferPool } from "../../providers/part_pool.ts";
 import { uploadFile } from "../../providers/upload.ts";
 import { hex128, xxh3_128 } from "../hash.ts";
 import { fromUserMetadata, sameSegment, type SegmentMeta, toUserMetadata } from "./metadata.ts";
@@ -29,6 +30,8 @@ export interface CopyOptions {
   /** Called with a multipart upload id before any part is sent, so it can be journaled. */
   onUploadId?: (key: string, uploadId: string) => Promise<void>;
   onProgress?: (bytes: number) => void;
+  /** Part buffers shared by every upload of the worker (bounds memory node-wide). */
+  pool?: PartBufferPool;
 }
 
 export interface SegmentSource {
@@ -71,6 +74,7 @@ async function putFile(
     signal: opts.signal,
     onUploadId: opts.onUploadId ? (id: string) => opts.onUploadId!(key, id) : undefined,
     onProgress: opts.onProgress,
+    pool: opts.pool,
   });
   const after = await stat(path);
   if (after.size !== size) {

@@ -3,6 +3,7 @@
 // applies total retention to remote copies under the consumer barrier. One pass at a time.
 import { unlink } from "node:fs/promises";
 import { join } from "node:path";
+import type { PartBufferPool } from "../../providers/part_pool.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { classify, type ObjectStore } from "../../providers/types.ts";
 import type { Config, TopicConfig } from "../config/schema.ts";
@@ -90,6 +91,8 @@ export interface TierEnv {
   broker?: BrokerClient;
   /** Retry randomness (tests pass a seeded one). */
   rng?: () => number;
+  /** Multipart part buffers shared by all partitions. */
+  partPool?: PartBufferPool;
 }
 
 /** The journal, state and tiering logic of one partition. */
@@ -490,6 +493,7 @@ export class PartitionAgent {
         copySegment(this.#env.store, src, {
           partSize: cfg.part_size,
           concurrency: cfg.upload_concurrency,
+          pool: this.#env.partPool,
           signal,
           onUploadId: (key, uploadId) => {
             uploads.push({ key, uploadId });

@@ -1,6 +1,7 @@
 // The tier worker's pass over every tiered partition: discover, then per partition copy, clean
 // dangling, evict and apply retention. Partitions under local-storage pressure go first; the
 // number running at once scales with the backlog, between 1 and `upload_concurrency`.
+import { PartBufferPool } from "../../providers/part_pool.ts";
 import { resolveEvictVia } from "../config/schema.ts";
 import type { Config, TopicConfig } from "../config/schema.ts";
 import { discoverPartitions } from "../partition/discover.ts";
@@ -44,7 +45,10 @@ export class TierWorker {
   #running?: Promise<PassReport>;
 
   constructor(env: TierEnv) {
-    this.#env = { ...env };
+    const ts = env.config.tiered_storage;
+    // One pool of part buffers for the whole worker: memory stays near
+    // part_size × (upload_concurrency + 1) however many partitions upload at once.
+    this.#env = { partPool: new PartBufferPool(ts.part_size, ts.upload_concurrency + 1), ...env };
     if (!env.broker && resolveEvictVia(env.config) === "broker") {
       this.#env.broker = new BrokerClient(env.config.agent.broker);
     }
