@@ -1,13 +1,11 @@
 // `tierd ls`: every segment of the tiered partitions with its state, location and offsets,
 // read from the journals (without modifying them: the agent may be running) and the broker dir.
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { discoverPartitions } from "../partition/discover.ts";
 import { incarnationHex } from "../partition/incarnation.ts";
-import { type PartitionId, partitionLabel, partitionRelPath } from "../partition/layout.ts";
+import { type PartitionId, partitionLabel } from "../partition/layout.ts";
 import { listSegments } from "../partition/segments.ts";
-import { decodeRecords } from "../state/journal.ts";
-import { fold, segmentsOf } from "../state/segment_state.ts";
+import { JournalStateReader } from "../read/state_source.ts";
+import { emptyState, segmentsOf } from "../state/segment_state.ts";
 import { tieredTopic } from "../tier/tier_pass.ts";
 import { intFlag } from "./args.ts";
 import { loadContext } from "./context.ts";
@@ -32,11 +30,10 @@ export async function lsCommand(args: string[]): Promise<number> {
     (only.topic === undefined || only.topic === id.topic) &&
     (only.partition === undefined || only.partition === id.partition);
   const rows: Record<string, string | number>[] = [];
+  const journals = new JournalStateReader(ctx.config.agent.state_dir); // read-only: the agent may run
   for (const part of await discoverPartitions(ctx.config.agent.data_dir, wanted)) {
     const label = partitionLabel(part);
-    const journalPath = join(ctx.config.agent.state_dir, partitionRelPath(part), "journal");
-    const bytes = await readFile(journalPath).catch(() => new Uint8Array(0));
-    const state = fold(decodeRecords(bytes).events);
+    const state = (await journals.state(part)) ?? emptyState();
     const local = await listSegments(part.dir, {
       now: Date.now(),
       quiescenceMs: ctx.config.agent.seal_quiescence,
