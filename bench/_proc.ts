@@ -1,0 +1,168 @@
+// Runs a program end to end (process start to exit) with its wall time, output and peak RSS,
+// and builds the tierd binary the benchmarks measure.
+import { join } from "node:path";
+import { BENCH_DIR } from "./_results.ts";
+import { progress } from "./_stats.ts";
+
+/** How a run went. */
+export interface TimedRun {
+  code: number;
+  /** Wall seconds from spawn to exit. */
+  seconds: number;
+  stdout: string;
+  stderr: string;
+  /** Peak resident set (VmHWM) in KiB, when sampled. */
+  peakRssKiB?: number;
+  /** VmRSS samples, KiB, one per interval, when sampled. */
+  rssSamplesKiB?: number[];
+  /** CPU seconds of the process (user, system) from /proc/<pid>/stat, last sample. */
+  cpuSeconds?: { user: number; system: number };
+}
+
+/** Options of {@link runTimed}. */
+export interface RunOptions {
+  env?: Record<string, string>;
+  /** Replace the environment instead of extending it. @default false */
+  clearEnv?: boolean;
+  cwd?: string;
+  /** Sample /proc/<pid>/status every this many ms (0 = not at all). @default 0 */
+  sampleMs?: number;
+}
+
+async function readStatus(pid: number): Promise<{ hwm?: number; rss?: number } | undefined> {
+  try {
+    const text = await Deno.readTextFile(`/proc/${pid}/status`);
+    const kib = (name: string) => {
+      const m = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text);
+      return m ? Number(m[1]) : undefined;
+    };
+    return { hwm: kib("VmHWM"), rss: kib("VmRSS") };
+  } catch {
+    return undefined;
+  }
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds (user, system) a process has used so far, from /proc/<pid>/stat. */
+export async function readCpu(pid: number): Promise<{ user: number; system: number } | undefined> {
+  try {
+    const text = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `command` to completion, timing it from spawn to exit. */
+export async function runTimed(
+  command: string,
+  args: string[],
+  options: RunOptions = {},
+): Promise<TimedRun> {
+  const started = performance.now();
+  const child = new Deno.Command(command, {
+    args,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    cwd: options.cwd,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  let peak: number | undefined;
+  let samples: number[] | undefined;
+  let cpu: { user: number; system: number } | undefined;
+  let done = false;
+  const sampling = (async () => {
+    if (!options.sampleMs) return;
+    samples = [];
+    while (!done) {
+      const status = await readStatus(child.pid);
+      if (status?.hwm !== undefined) peak = Math.max(peak ?? 0, status.hwm);
+      if (status?.rss !== undefined) {
+        samples.push(status.rss);
+        peak = Math.max(peak ?? 0, status.rss);
+      }
+      cpu = await readCpu(child.pid) ?? cpu;
+      await new Promise((resolve) => setTimeout(resolve, options.sampleMs));
+    }
+  })();
+  const out = await output;
+  const seconds = (performance.now() - started) / 1000;
+  done = true;
+  await sampling;
+  const decoder = new TextDecoder();
+  return {
+    code: out.code,
+    seconds,
+    stdout: decoder.decode(out.stdout),
+    stderr: decoder.decode(out.stderr),
+    peakRssKiB: peak,
+    rssSamplesKiB: samples,
+    cpuSeconds: cpu,
+  };
+}
+
+/** Busy and total CPU seconds of the whole machine so far (all cores), from /proc/stat. */
+export async function machineCpu(): Promise<{ busy: number; total: number }> {
+  const line = (await Deno.readTextFile("/proc/stat")).split("\n")[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = v[3] + (v[4] ?? 0);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) / CLOCK_TICKS, total: total / CLOCK_TICKS };
+}
+
+/**
+ * Waits (at most `maxWaitMs`) until the machine is quiet: other processes use less than
+ * `busyPercent` of all cores over one second. Other work on a shared machine skews timings.
+ * @returns the busy percent last seen
+ */
+export async function waitForQuiet(maxWaitMs = 60_000, busyPercent = 25): Promise<number> {
+  const deadline = Date.now() + maxWaitMs;
+  for (;;) {
+    const a = await machineCpu();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const b = await machineCpu();
+    const busy = 100 * (b.busy - a.busy) / Math.max(0.01, b.total - a.total);
+    if (busy < busyPercent || Date.now() > deadline) return busy;
+  }
+}
+
+/** The first line of `command args` output, or undefined when it cannot run. */
+export async function versionOf(command: string, args: string[]): Promise<string | undefined> {
+  try {
+    const out = await new Deno.Command(command, { args, stdin: "null" }).output();
+    const text = new TextDecoder().decode(out.stdout).trim() ||
+      new TextDecoder().decode(out.stderr).trim();
+    return out.success ? text.split("\n")[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+let built: Promise<string> | undefined;
+
+/**
+ * The tierd binary to measure: `TIERD_BENCH_BIN`, else a fresh `bun build --compile` of this
+ * work tree into bench/.work/tierd (about two seconds), so the figures describe the code here.
+ * @throws {Error} when the build fails
+ */
+export function tierdBinary(): Promise<string> {
+  return built ??= (async () => {
+    const given = Deno.env.get("TIERD_BENCH_BIN");
+    if (given) return given;
+    const out = join(BENCH_DIR, ".work", "tierd");
+    await Deno.mkdir(join(BENCH_DIR, ".work"), { recursive: true });
+    progress("build", `compiling ${out} with scripts/compile.ts (Bun)…`);
+    const run = await runTimed(Deno.execPath(), ["run", "-A", "scripts/compile.ts", out], {
+      cwd: join(BENCH_DIR, ".."),
+    });
+    if (run.code !== 0) {
+      throw new Error(`scripts/compile.ts failed (exit ${run.code}): ${run.stderr.slice(-2000)}`);
+    }
+    return out;
+  })();
+}

@@ -1,0 +1,386 @@
+// `boot_seconds_100k_segments` and `rss_bytes_per_segment`: how long the agent takes to boot on
+// a state directory whose journals describe 100,000 remote (copied and evicted) segments —
+// 100 partitions × 1000 segments, each with its journal records (copy started, copy finished,
+// evicted) and its `.remote` marker, written with tierd's own encoders (src/state/journal.ts,
+// src/state/marker.ts) — and how much memory each segment costs once loaded.
+//   - boot: the compiled binary, `tierd run`, from spawn until `/readyz` answers 200 (journals
+//     replayed, markers reconciled and the first pass done); median of 3 boots;
+//   - RSS: VmRSS of that process once ready (median of samples over 3 s), minus the same for a
+//     boot over the same 100 partitions with empty journals, ÷ 100,000.
+// The in-process replay alone (PartitionAgent.open for every partition, in this Deno process)
+// is in the details.
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { SimStore } from "../providers/sim/store.ts";
+import { parseConfig } from "../src/config/load.ts";
+import { initHashes } from "../src/hash.ts";
+import { silentLogger } from "../src/log.ts";
+import { partitionRelPath, segmentStem } from "../src/partition/layout.ts";
+import { decodeRecords, encodeRecord } from "../src/state/journal.ts";
+import { fold } from "../src/state/segment_state.ts";
+import { scanMarkers } from "../src/tier/markers.ts";
+import { TierWorker } from "../src/tier/tier_pass.ts";
+import type { JournalEvent } from "../src/state/events.ts";
+import { encodeMarker } from "../src/state/marker.ts";
+import { PartitionAgent } from "../src/tier/partition_agent.ts";
+import { discoverPartitions } from "../src/partition/discover.ts";
+import { recordResult } from "./_results.ts";
+import { WORK_DIR } from "./_segments.ts";
+import { median, progress, round } from "./_stats.ts";
+import { tierdBinary, waitForQuiet } from "./_proc.ts";
+import { type BenchStore, openBenchStore } from "./_store.ts";
+
+const PARTITIONS = 100;
+const PER_PARTITION = 1000;
+const SEGMENTS = PARTITIONS * PER_PARTITION;
+/** Offsets per segment. */
+const SPAN = 1_000_000n;
+const SEGMENT_BYTES = 1 << 30;
+const BOOTS = 3;
+const STREAM = 1;
+const TOPIC = 1;
+
+interface StateTree {
+  root: string;
+  dataDir: string;
+  stateDir: string;
+  journalBytes: number;
+  markerFiles: number;
+}
+
+/** Writes broker partition directories (an empty active segment each) and tierd's state. */
+async function buildState(root: string, perPartition: number): Promise<StateTree> {
+  await initHashes();
+  const dataDir = join(root, "broker");
+  const stateDir = join(root, "state");
+  let journalBytes = 0;
+  let markerFiles = 0;
+  const at = Date.now() - 86_400_000;
+  for (let p = 0; p < PARTITIONS; p++) {
+    const id = { stream: STREAM, topic: TOPIC, partition: p };
+    const dir = join(dataDir, partitionRelPath(id));
+    await mkdir(dir, { recursive: true });
+    const active = segmentStem(BigInt(perPartition) * SPAN);
+    await writeFile(join(dir, `${active}.log`), new Uint8Array(0));
+    await writeFile(join(dir, `${active}.index`), new Uint8Array(0));
+    const st = await stat(dir);
+    const sdir = join(stateDir, partitionRelPath(id));
+    await mkdir(sdir, { recursive: true });
+    if (perPartition === 0) continue;
+    const incarnation = BigInt(p + 1) * 0x9e3779b97f4an;
+    const events: JournalEvent[] = [{
+      type: "incarnation",
+      incarnation,
+      device: st.dev,
+      inode: st.ino,
+      at,
+    }];
+    for (let i = 0; i < perPartition; i++) {
+      const segment = BigInt(i) * SPAN;
+      const endOffset = segment + SPAN - 1n;
+      const ts = 1_750_000_000_000_000n + BigInt(i) * 60_000_000n;
+      const checksum = (BigInt(p) << 32n | BigInt(i)).toString(16).padStart(32, "0");
+      events.push(
+        { type: "copy_started", segment, generation: 0n, at },
+        {
+          type: "copy_finished",
+          segment,
+          generation: 0n,
+          endOffset,
+          size: SEGMENT_BYTES,
+          indexSize: 24 * 32_768,
+          startTimestamp: ts,
+          endTimestamp: ts + 59_000_000n,
+          maxTimestamp: ts + 59_000_000n,
+          checksum,
+          at,
+        },
+        { type: "evicted", segment, generation: 0n, at },
+      );
+      await writeFile(
+        join(sdir, `${segmentStem(segment)}.remote`),
+        encodeMarker({
+          flags: 0,
+          startOffset: segment,
+          endOffset,
+          size: BigInt(SEGMENT_BYTES),
+          indexSize: 24n * 32_768n,
+          startTimestamp: ts,
+          endTimestamp: ts + 59_000_000n,
+          maxTimestamp: ts + 59_000_000n,
+          incarnation,
+          generation: 0n,
+          logChecksum: BigInt("0x" + checksum),
+        }),
+      );
+      markerFiles++;
+    }
+    events.push({
+      type: "floor",
+      generation: 0n,
+      tieredUpTo: BigInt(perPartition) * SPAN - 1n,
+      at,
+    });
+    const records = events.map(encodeRecord);
+    const bytes = new Uint8Array(records.reduce((n, r) => n + r.length, 0));
+    let o = 0;
+    for (const r of records) {
+      bytes.set(r, o);
+      o += r.length;
+    }
+    await writeFile(join(sdir, "journal"), bytes);
+    journalBytes += bytes.length;
+  }
+  return { root, dataDir, stateDir, journalBytes, markerFiles };
+}
+
+function configText(tree: StateTree, store: BenchStore, port: number): string {
+  return [
+    "[agent]",
+    `data_dir = ${JSON.stringify(tree.dataDir)}`,
+    `state_dir = ${JSON.stringify(tree.stateDir)}`,
+    `listen = "127.0.0.1:${port}"`,
+    'cluster_id = "bench"',
+    'format = "iggy-0.9"',
+    'log_level = "warn"',
+    "",
+    "[tiered_storage]",
+    "enabled = true",
+    'backend = "s3"',
+    "",
+    "[tiered_storage.s3]",
+    `bucket = ${JSON.stringify(store.bucket)}`,
+    `region = ${JSON.stringify(store.region)}`,
+    `endpoint = ${JSON.stringify(store.endpoint)}`,
+    'url_style = "path"',
+    'prefix = "bench-boot"',
+    "",
+    "[tiered_storage.cache]",
+    `path = ${JSON.stringify(join(tree.root, "cache"))}`,
+    "",
+    "[[topic]]",
+    `stream = ${STREAM}`,
+    `topic = ${TOPIC}`,
+    'local_retention_size = "1 GiB"',
+    "",
+  ].join("\n");
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function vmRssKiB(pid: number): Promise<number> {
+  const text = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(text)?.[1] ?? NaN);
+}
+
+/** One boot of the binary: seconds to ready, then the RSS once ready. */
+async function bootOnce(tree: StateTree, store: BenchStore) {
+  const bin = await tierdBinary();
+  const port = freePort();
+  const config = join(tree.root, "tierd.toml");
+  await Deno.writeTextFile(config, configText(tree, store, port));
+  await Deno.remove(join(tree.root, "cache"), { recursive: true }).catch(() => {});
+  const t0 = performance.now();
+  const child = new Deno.Command(bin, {
+    args: ["run", "--config", config],
+    env: { TIERD_S3_ACCESS_KEY: store.accessKey, TIERD_S3_SECRET_KEY: store.secretKey },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let log = "";
+  const logging = (async () => {
+    for await (const t of child.stderr.pipeThrough(new TextDecoderStream())) {
+      log = (log + t).slice(-8000);
+    }
+  })().catch(() => {});
+  let exited = false;
+  child.status.then(() => (exited = true));
+  let seconds = NaN;
+  try {
+    for (;;) {
+      if (exited) throw new Error(`tierd run exited before ready: ${log}`);
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        await res.body?.cancel();
+        if (res.ok) {
+          seconds = (performance.now() - t0) / 1000;
+          break;
+        }
+      } catch {
+        // not listening yet
+      }
+      if (performance.now() - t0 > 600_000) throw new Error(`not ready after 600 s: ${log}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const rss: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      rss.push(await vmRssKiB(child.pid));
+    }
+    const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
+      segments: { remote: number };
+    }[];
+    const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
+    return { seconds, rssBytes: median(rss) * 1024, remote, warnings: log.trim() };
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* gone */ }
+    await child.status;
+    await logging;
+  }
+}
+
+/**
+ * In this (Deno) process: PartitionAgent.open of every partition (what the agent does at boot),
+ * its parts one by one (reading and decoding the journals, folding the events, reading the
+ * markers), and a TierWorker's first and second pass over the same state (SimStore).
+ */
+async function replayInProcess(tree: StateTree, store: BenchStore) {
+  const config = parseConfig(configText(tree, store, 7070), join(tree.root, "tierd.toml"), {
+    TIERD_S3_ACCESS_KEY: "x",
+    TIERD_S3_SECRET_KEY: "y",
+  });
+  const env = { config, store: new SimStore(), prefix: "bench-boot", logger: silentLogger };
+  let t0 = performance.now();
+  const found = await discoverPartitions(tree.dataDir);
+  const agents: PartitionAgent[] = [];
+  for (const part of found) agents.push(await PartitionAgent.open(env, part));
+  const openSeconds = (performance.now() - t0) / 1000;
+  let segments = 0;
+  for (const a of agents) {
+    for (const m of a.state.segments.values()) segments += m.size;
+    await a.close();
+  }
+  const parts = { read_journal: 0, decode_records: 0, fold: 0, scan_markers: 0 };
+  for (const part of found) {
+    const sdir = join(tree.stateDir, partitionRelPath(part));
+    let t = performance.now();
+    const bytes = await readFile(join(sdir, "journal"));
+    parts.read_journal += performance.now() - t;
+    t = performance.now();
+    const { events } = decodeRecords(bytes);
+    parts.decode_records += performance.now() - t;
+    t = performance.now();
+    const state = fold(events);
+    parts.fold += performance.now() - t;
+    t = performance.now();
+    await scanMarkers(sdir, state.incarnation!);
+    parts.scan_markers += performance.now() - t;
+  }
+  const worker = new TierWorker(env);
+  t0 = performance.now();
+  await worker.pass();
+  const firstPass = (performance.now() - t0) / 1000;
+  t0 = performance.now();
+  await worker.pass();
+  const secondPass = (performance.now() - t0) / 1000;
+  await worker.close();
+  return {
+    runtime: `Deno ${Deno.version.deno}`,
+    partitions: found.length,
+    segments,
+    partition_agent_open_seconds: round(openSeconds, 3),
+    parts_seconds: Object.fromEntries(
+      Object.entries(parts).map(([k, v]) => [k, round(v / 1000, 3)]),
+    ),
+    tier_worker_first_pass_seconds: round(firstPass, 3),
+    tier_worker_second_pass_seconds: round(secondPass, 3),
+  };
+}
+
+/** Runs the benchmark and records its figures. @returns boot seconds */
+export async function runReadBootBench(): Promise<number> {
+  const store = await openBenchStore();
+  const root = join(WORK_DIR, "runs", `read_boot-${Date.now().toString(36)}`);
+  try {
+    progress("read_boot", `writing ${PARTITIONS} partitions × ${PER_PARTITION} segments of state…`);
+    const t0 = performance.now();
+    const full = await buildState(join(root, "full"), PER_PARTITION);
+    const empty = await buildState(join(root, "empty"), 0);
+    progress(
+      "read_boot",
+      `state written in ${((performance.now() - t0) / 1000).toFixed(1)} s: ` +
+        `${(full.journalBytes / 2 ** 20).toFixed(1)} MiB of journals, ${full.markerFiles} markers`,
+    );
+    const boots: { seconds: number; rssBytes: number; remote: number }[] = [];
+    const emptyBoots: { seconds: number; rssBytes: number }[] = [];
+    for (let i = 0; i < BOOTS; i++) {
+      await waitForQuiet(20_000);
+      const b = await bootOnce(full, store);
+      if (b.remote !== SEGMENTS) {
+        throw new Error(
+          `booted with ${b.remote} remote segments, expected ${SEGMENTS}: ${b.warnings}`,
+        );
+      }
+      boots.push(b);
+      const e = await bootOnce(empty, store);
+      emptyBoots.push(e);
+      progress(
+        "read_boot",
+        `boot ${i + 1}: ${b.seconds.toFixed(2)} s, RSS ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB ` +
+          `(empty journals: ${e.seconds.toFixed(2)} s, ${(e.rssBytes / 2 ** 20).toFixed(1)} MiB)` +
+          (b.warnings ? `; log: ${b.warnings.slice(0, 300)}` : ""),
+      );
+    }
+    const inProcess = await replayInProcess(full, store);
+    progress("read_boot", `in-process replay: ${JSON.stringify(inProcess)}`);
+    const bootSeconds = median(boots.map((b) => b.seconds));
+    const rssFull = median(boots.map((b) => b.rssBytes));
+    const rssEmpty = median(emptyBoots.map((b) => b.rssBytes));
+    const perSegment = (rssFull - rssEmpty) / SEGMENTS;
+    const layout = `${PARTITIONS} partitions × ${PER_PARTITION} segments (${SEGMENTS} remote ` +
+      `segments: journal records copy_started, copy_finished, evicted per segment plus ` +
+      `incarnation and floor per partition, ${(full.journalBytes / 2 ** 20).toFixed(1)} MiB of ` +
+      `journals; one 128-byte .remote marker per segment; an empty active segment per ` +
+      `partition directory; the kept .index copies are not written, boot does not read them)`;
+    const common = {
+      settings: {
+        layout,
+        store: store.describe,
+        boots: BOOTS,
+      },
+      boots: boots.map((b) => ({
+        seconds: round(b.seconds, 3),
+        rss_mib: round(b.rssBytes / 2 ** 20, 1),
+      })),
+      empty_journal_boots: emptyBoots.map((b) => ({
+        seconds: round(b.seconds, 3),
+        rss_mib: round(b.rssBytes / 2 ** 20, 1),
+      })),
+      in_process_replay: inProcess,
+    };
+    recordResult("boot_seconds_100k_segments", round(bootSeconds, 3), "≤ 3", {
+      method: `The compiled binary runs \`tierd run\` on a state directory describing ` +
+        `${layout}, written with tierd's own journal and marker encoders. Timed from spawn ` +
+        `until GET /readyz answers 200 (polled every 20 ms): process start, store probe, ` +
+        `journal replay and marker reconciliation of every partition, and the first pass. ` +
+        `Then /v1/partitions must list all ${SEGMENTS} segments as remote. Median of ${BOOTS} ` +
+        `boots (page cache warm after the first). PartitionAgent.open of every partition in ` +
+        `this (Deno) process is in the details.`,
+      ...common,
+      notes: `${bootSeconds.toFixed(2)} s to ready (empty journals: ${
+        median(emptyBoots.map((b) => b.seconds)).toFixed(2)
+      } s); in-process (Deno) PartitionAgent.open of all partitions ${inProcess.partition_agent_open_seconds} s, of which marker reads ${inProcess.parts_seconds.scan_markers} s`,
+    });
+    recordResult("rss_bytes_per_segment", round(perSegment, 0), "≤ 512", {
+      method: `VmRSS of the ready \`tierd run\` (median of 12 samples over 3 s after /readyz) ` +
+        `booted on ${layout}, minus the same for the same ${PARTITIONS} partition directories ` +
+        `with empty journals and no markers, ÷ ${SEGMENTS}. Median over ${BOOTS} boots each.`,
+      ...common,
+      notes: `RSS ${(rssFull / 2 ** 20).toFixed(1)} MiB with ${SEGMENTS} segments vs ${
+        (rssEmpty / 2 ** 20).toFixed(1)
+      } MiB with none`,
+    });
+    return bootSeconds;
+  } finally {
+    await Deno.remove(root, { recursive: true }).catch(() => {});
+    await store.stop();
+  }
+}

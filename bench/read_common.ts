@@ -1,0 +1,491 @@
+// Shared set-up of the read benchmarks (DESIGN §7, §12): one partition of Iggy 0.9 segments,
+// copied to the bench store and partly evicted by the real agent (`tierd run`, the compiled
+// binary, over a hard-linked copy of the generated data directory), then served by fresh
+// `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
+// the HTTP API exactly as a consumer would.
+import { join } from "node:path";
+import { codecFor } from "../src/format/codec.ts";
+import type { IndexEntry } from "../src/format/types.ts";
+import { tierdBinary } from "./_proc.ts";
+import { ensureSegments, type SegmentSet, type SegmentSetSpec, WORK_DIR } from "./_segments.ts";
+import { median, MiB, progress } from "./_stats.ts";
+import { type BenchStore, emptyPrefix, listPrefix, openBenchStore } from "./_store.ts";
+
+/** The partition the read benchmarks use: 24 sealed segments of 64 MiB, 4 KiB payloads. */
+export const READ_LAYOUT: SegmentSetSpec = {
+  name: "read-1p-24x64MiB",
+  partitions: 1,
+  sealedPerPartition: 24,
+  segmentSize: 64 * MiB,
+  payloadSize: 4096,
+};
+/** `local_retention_size` of the topic: the newest ~4 sealed segments stay local. */
+export const LOCAL_RETENTION = "300 MiB";
+const FORMAT = "iggy-0.9" as const;
+
+/** One sealed segment of the read partition. */
+export interface ReadSegment {
+  start: bigint;
+  /** The generated `.log` (the original, not the run's hard link, so it survives eviction). */
+  logPath: string;
+  size: number;
+  /** Every index entry (the generator indexes every batch): offset → byte position. */
+  entries: IndexEntry[];
+  /** Evicted by the agent: only in the store. */
+  evicted: boolean;
+  /** Object key of the `.log` copy. */
+  key: string;
+}
+
+/** The partition after the set-up: tiered and partly evicted. */
+export interface ReadData {
+  bench: string;
+  store: BenchStore;
+  set: SegmentSet;
+  runDir: string;
+  /** The run's broker directory (hard links; evicted segments are unlinked here). */
+  dataDir: string;
+  stateDir: string;
+  prefix: string;
+  segments: ReadSegment[];
+  /** First offset of the first local segment: the evicted range is [0, this). */
+  firstLocalOffset: bigint;
+  stream: number;
+  topic: number;
+  partition: number;
+  /** Seconds the agent took to copy and evict (first start to settled). */
+  tieringSeconds: number;
+  /** Deletes the run directory and the objects, stops MinIO. */
+  close(): Promise<void>;
+}
+
+/** Per-server settings. */
+export interface ServerOptions {
+  /** Names the config and cache directory. */
+  name: string;
+  /** `cache.readahead_max`; tierd's default when undefined. */
+  readaheadMax?: number;
+  /** `cache.chunk_size`, e.g. `"8 MiB"`; tierd's default when undefined. */
+  chunkSize?: string;
+  /** The S3 endpoint (a delay proxy); the bench store's when undefined. */
+  endpoint?: string;
+  /** Keep the cache directory of an earlier server of this name (default: a fresh one). */
+  keepCache?: boolean;
+}
+
+/** A running `tierd run`. */
+export interface TierdServer {
+  url: string;
+  pid: number;
+  cacheDir: string;
+  /** The last lines tierd logged. */
+  logTail(): string;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+}
+
+async function linkTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const e of Deno.readDir(from)) {
+    const a = join(from, e.name);
+    const b = join(to, e.name);
+    if (e.isDirectory) await linkTree(a, b);
+    else if (e.isFile) await Deno.link(a, b);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A free TCP port on 127.0.0.1 (bound and released; a race is possible but unlikely). */
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+function configText(data: ReadData, port: number, cacheDir: string, o: ServerOptions): string {
+  const lines = [
+    "[agent]",
+    `data_dir = ${JSON.stringify(data.dataDir)}`,
+    `state_dir = ${JSON.stringify(data.stateDir)}`,
+    `listen = "127.0.0.1:${port}"`,
+    'cluster_id = "bench"',
+    'seal_quiescence = "0 s"',
+    `format = "${FORMAT}"`,
+    'log_level = "warn"',
+    "",
+    "[tiered_storage]",
+    "enabled = true",
+    'backend = "s3"',
+    "",
+    "[tiered_storage.s3]",
+    `bucket = ${JSON.stringify(data.store.bucket)}`,
+    `region = ${JSON.stringify(data.store.region)}`,
+    `endpoint = ${JSON.stringify(o.endpoint ?? data.store.endpoint)}`,
+    'url_style = "path"',
+    `prefix = ${JSON.stringify(data.prefix)}`,
+    "",
+    "[tiered_storage.cache]",
+    `path = ${JSON.stringify(cacheDir)}`,
+  ];
+  if (o.readaheadMax !== undefined) lines.push(`readahead_max = ${o.readaheadMax}`);
+  if (o.chunkSize !== undefined) lines.push(`chunk_size = ${JSON.stringify(o.chunkSize)}`);
+  lines.push(
+    "",
+    "[[topic]]",
+    `stream = ${data.stream}`,
+    `topic = ${data.topic}`,
+    `local_retention_size = ${JSON.stringify(LOCAL_RETENTION)}`,
+    "",
+  );
+  return lines.join("\n");
+}
+
+/**
+ * Starts `tierd run` (the compiled binary) over the read partition and waits for `/readyz`.
+ * @throws {Error} when it exits or is not ready within two minutes
+ */
+export async function startServer(data: ReadData, o: ServerOptions): Promise<TierdServer> {
+  const bin = await tierdBinary();
+  const port = freePort();
+  const cacheDir = join(data.runDir, `cache-${o.name}`);
+  if (!o.keepCache) await Deno.remove(cacheDir, { recursive: true }).catch(() => {});
+  const config = join(data.runDir, `tierd-${o.name}.toml`);
+  await Deno.writeTextFile(config, configText(data, port, cacheDir, o));
+  const child = new Deno.Command(bin, {
+    args: ["run", "--config", config],
+    env: {
+      TIERD_S3_ACCESS_KEY: data.store.accessKey,
+      TIERD_S3_SECRET_KEY: data.store.secretKey,
+    },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let tail = "";
+  const logging = (async () => {
+    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) {
+      tail = (tail + text).slice(-16_000);
+    }
+  })().catch(() => {});
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => (exited = s));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (exited) {
+      throw new Error(`tierd run (${o.name}) exited ${exited.code} before ready: ${tail}`);
+    }
+    try {
+      const res = await fetch(`${url}/readyz`);
+      await res.body?.cancel();
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`tierd run (${o.name}) not ready after 120 s: ${tail}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    pid: child.pid,
+    cacheDir,
+    logTail: () => tail,
+    stop: async () => {
+      if (!exited) {
+        try {
+          child.kill("SIGTERM");
+        } catch { /* gone */ }
+      }
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* gone */ }
+      }, 20_000);
+      await child.status;
+      clearTimeout(timer);
+      await logging;
+    },
+  };
+}
+
+/** `GET /v1/partitions` of the read partition. */
+export async function partitionInfo(server: TierdServer): Promise<{
+  segments: { local: number; uploaded: number; remote: number; dangling: number };
+  incarnation: string | null;
+  remote_bytes: string;
+}> {
+  const res = await fetch(`${server.url}/v1/partitions`);
+  const list = await res.json();
+  if (!Array.isArray(list) || list.length !== 1) {
+    throw new Error(`/v1/partitions answered ${JSON.stringify(list).slice(0, 500)}`);
+  }
+  return list[0];
+}
+
+/** Parses Prometheus text into `name{labels}` → value (sums of matching series by prefix). */
+export async function metrics(server: TierdServer): Promise<Map<string, number>> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const i = line.lastIndexOf(" ");
+    out.set(line.slice(0, i), Number(line.slice(i + 1)));
+  }
+  return out;
+}
+
+/** The sum of every series whose name (before `{`) is `name`. */
+export function metricSum(m: Map<string, number>, name: string, labelFilter = ""): number {
+  let sum = 0;
+  for (const [k, v] of m) {
+    const base = k.includes("{") ? k.slice(0, k.indexOf("{")) : k;
+    if (base === name && k.includes(labelFilter)) sum += v;
+  }
+  return sum;
+}
+
+/**
+ * Waits until tierd's background work (chunk hydration, readahead) has settled: the store
+ * request count and the cache's bytes unchanged over `quietMs`.
+ */
+export async function waitSettled(server: TierdServer, quietMs = 60, maxMs = 30_000) {
+  const deadline = Date.now() + maxMs;
+  let last = "";
+  for (;;) {
+    const m = await metrics(server);
+    const now = `${metricSum(m, "tierd_store_requests_total")}/${
+      metricSum(m, "tierd_cache_bytes")
+    }`;
+    if (now === last || Date.now() > deadline) return;
+    last = now;
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
+  }
+}
+
+/**
+ * Generates (or reuses) the segments, links them into a fresh broker directory, runs the agent
+ * until every sealed segment is copied and the oldest are evicted, then stops it.
+ * @throws {Error} when the agent does not settle within ten minutes
+ */
+export async function prepareReadData(bench: string): Promise<ReadData> {
+  const store = await openBenchStore();
+  try {
+    progress(bench, `store: ${store.describe}`);
+    const set = await ensureSegments(READ_LAYOUT);
+    const id = `${bench}-${Date.now().toString(36)}`;
+    const runDir = join(WORK_DIR, "runs", id);
+    await Deno.remove(runDir, { recursive: true }).catch(() => {});
+    const dataDir = join(runDir, "broker");
+    await linkTree(set.dataDir, dataDir);
+    const prefix = `bench-read/${id}`;
+    const data: ReadData = {
+      bench,
+      store,
+      set,
+      runDir,
+      dataDir,
+      stateDir: join(runDir, "state"),
+      prefix,
+      segments: [],
+      firstLocalOffset: 0n,
+      stream: set.stream,
+      topic: set.topic,
+      partition: 0,
+      tieringSeconds: 0,
+      close: async () => {
+        await emptyPrefix(store.client, prefix + "/").catch(() => {});
+        await Deno.remove(runDir, { recursive: true }).catch(() => {});
+        await store.stop();
+      },
+    };
+    const sealed = set.sealed.length;
+    progress(bench, `tiering ${sealed} segments (local_retention_size ${LOCAL_RETENTION})…`);
+    const began = performance.now();
+    const server = await startServer(data, { name: "setup" });
+    try {
+      let info = await partitionInfo(server);
+      const deadline = Date.now() + 600_000;
+      let stableSince = 0;
+      let last = "";
+      for (;;) {
+        info = await partitionInfo(server);
+        const s = info.segments;
+        const now = JSON.stringify(s);
+        const done = s.remote > 0 && s.uploaded + s.remote === sealed && s.dangling === 0;
+        if (done && now === last) {
+          if (Date.now() - stableSince > 1500) break;
+        } else {
+          stableSince = Date.now();
+        }
+        last = now;
+        if (Date.now() > deadline) {
+          throw new Error(`tiering did not settle: ${now}; log: ${server.logTail()}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      data.tieringSeconds = (performance.now() - began) / 1000;
+      progress(
+        bench,
+        `tiered in ${data.tieringSeconds.toFixed(1)} s: ${JSON.stringify(info.segments)}`,
+      );
+    } finally {
+      await server.stop();
+    }
+    // Segment facts, from the generated files and the store's listing.
+    const { keys } = await listPrefix(store.client, prefix + "/");
+    const codec = codecFor(FORMAT);
+    for (const s of set.sealed) {
+      const name = s.logPath.slice(s.logPath.lastIndexOf("/") + 1);
+      const start = BigInt(name.replace(/\.log$/, ""));
+      const key = keys.find((k) => k.endsWith("/" + name));
+      if (!key) throw new Error(`no object for ${name} under ${prefix}/`);
+      const entries = codec.parseIndex(await Deno.readFile(s.indexPath), {
+        file: s.indexPath,
+        startOffset: start,
+        logSize: s.size,
+      });
+      const rel = s.logPath.slice(set.dataDir.length);
+      data.segments.push({
+        start,
+        logPath: s.logPath,
+        size: s.size,
+        entries,
+        evicted: !(await exists(join(dataDir, rel))),
+        key,
+      });
+    }
+    data.segments.sort((a, b) => (a.start < b.start ? -1 : 1));
+    const firstLocal = data.segments.find((s) => !s.evicted);
+    if (!firstLocal || !data.segments[0].evicted) {
+      throw new Error("expected the oldest segments evicted and the newest local");
+    }
+    data.firstLocalOffset = firstLocal.start;
+    return data;
+  } catch (err) {
+    await store.stop().catch(() => {});
+    throw err;
+  }
+}
+
+/** The records endpoint of the read partition. */
+export function recordsUrl(data: ReadData, server: TierdServer, offset: bigint, maxBytes: number) {
+  return `${server.url}/v1/streams/${data.stream}/topics/${data.topic}/partitions/` +
+    `${data.partition}/records?offset=${offset}&max_bytes=${maxBytes}`;
+}
+
+/** A fetch timed to its first body byte and to its last. */
+export interface TimedFetch {
+  /** ms from the call to the first body byte. */
+  ttfbMs: number;
+  /** ms from the call to the end of the body. */
+  totalMs: number;
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+}
+
+/** Fetches `url`, timing the first body byte and the whole body. */
+export async function timedFetch(url: string, init?: RequestInit): Promise<TimedFetch> {
+  const t0 = performance.now();
+  const res = await fetch(url, init);
+  const reader = res.body!.getReader();
+  const parts: Uint8Array[] = [];
+  let first = await reader.read();
+  const ttfb = performance.now();
+  while (!first.done) {
+    parts.push(first.value);
+    first = await reader.read();
+  }
+  const total = performance.now();
+  const n = parts.reduce((a, p) => a + p.length, 0);
+  const body = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    body.set(p, at);
+    at += p.length;
+  }
+  return { ttfbMs: ttfb - t0, totalMs: total - t0, status: res.status, headers: res.headers, body };
+}
+
+/** Reads `length` bytes at `position` of a file. */
+export async function readRange(path: string, position: number, length: number) {
+  const file = await Deno.open(path);
+  try {
+    await file.seek(position, Deno.SeekMode.Start);
+    const buf = new Uint8Array(length);
+    let at = 0;
+    while (at < length) {
+      const n = await file.read(buf.subarray(at));
+      if (n === null) break;
+      at += n;
+    }
+    return buf.subarray(0, at);
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * The bytes tierd answers for a read at the record starting at `position` with `maxBytes`
+ * (whole records while they fit, at least one; DESIGN §7), from the generated file.
+ */
+export async function expectedAnswer(
+  seg: ReadSegment,
+  position: number,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  const codec = codecFor(FORMAT);
+  const buf = await readRange(seg.logPath, position, maxBytes + 4 * MiB);
+  let taken = 0;
+  while (taken + codec.headerSize <= buf.length) {
+    const info = codec.recordHeader(buf.subarray(taken, taken + codec.headerSize), {
+      file: seg.logPath,
+      position: position + taken,
+    });
+    if (taken > 0 && taken + info.size > maxBytes) break;
+    taken += info.size;
+    if (taken >= maxBytes) break;
+  }
+  return buf.subarray(0, taken);
+}
+
+/** True when both arrays hold the same bytes. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The index entry nearest after byte `position` of a segment. */
+export function entryAt(seg: ReadSegment, position: number): IndexEntry {
+  const e = seg.entries.find((x) => x.position >= position);
+  if (!e) throw new Error(`no record at or after ${position} in segment ${seg.start}`);
+  return e;
+}
+
+/** Quantiles for the details. */
+export function summary(values: number[], digits = 2) {
+  const s = [...values].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  const r = (v: number) => Math.round(v * 10 ** digits) / 10 ** digits;
+  return {
+    n: s.length,
+    min: r(s[0]),
+    p25: r(q(0.25)),
+    median: r(median(s)),
+    p75: r(q(0.75)),
+    max: r(s[s.length - 1]),
+  };
+}
