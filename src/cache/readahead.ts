@@ -30,12 +30,14 @@ export interface ReadStep {
 
 /**
  * True when `read` continues `prev`: same object, and it starts where the last read ended, or
- * further on but no later than the chunk after the one the last read ended in.
+ * moves forward from within the last read's final chunk up to the chunk after it. (A reader
+ * that asks for whole records re-reads the tail of its previous range: still sequential.)
  */
 export function isSequential(prev: ReaderState | undefined, read: ReadStep): boolean {
   if (!prev || prev.key !== read.key) return false;
-  return read.start === prev.end ||
-    (read.start > prev.end && read.firstChunk <= prev.lastChunk + 1);
+  if (read.start === prev.end) return true;
+  return read.end > prev.end && read.firstChunk >= prev.lastChunk &&
+    read.firstChunk <= prev.lastChunk + 1;
 }
 
 /**

@@ -329,7 +329,14 @@ class RecordWalk {
     let { position: pos, offset: expected } = seeking
       ? await this.#seek(e, log)
       : { position: 0, offset: e.start };
-    const window = new ReadWindow(log, log.where === "local" ? LOCAL_WINDOW : REMOTE_WINDOW);
+    // Remote: one cache read per request for everything that can fit, so a cold read is
+    // answered from the cache's exact-range first fetch and a scan looks sequential to readahead.
+    const window = new ReadWindow(
+      log,
+      log.where === "local"
+        ? LOCAL_WINDOW
+        : Math.max(REMOTE_WINDOW, Math.min(this.#req.maxBytes - this.#taken, log.size - pos)),
+    );
     let from: number | undefined;
     let firstHere = expected;
     let done = false;
@@ -350,7 +357,7 @@ class RecordWalk {
         firstHere = info.firstOffset;
         if (seeking) this.#found(info, prev);
         // One fetch for the headers and the bytes of everything that can fit.
-        await window.ensure(pos, this.#req.maxBytes - this.#taken + this.#codec.headerSize);
+        await window.ensure(pos, this.#req.maxBytes - this.#taken);
       }
       this.#taken += info.size;
       this.#records++;

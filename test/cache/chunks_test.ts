@@ -234,3 +234,23 @@ Deno.test("readahead windows stay within [0, max] and only grow on sequential re
     { numRuns: 300 },
   );
 });
+
+Deno.test("a reader that re-reads the tail of its last range and moves on is sequential", () => {
+  const step = (start: number, end: number, first: number, last: number): ReadStep => ({
+    key: "k",
+    start,
+    end,
+    firstChunk: first,
+    lastChunk: last,
+    chunks: 100,
+  });
+  // Whole-record reads: each asks from the next record start, inside the previous range.
+  let r = readaheadStep(undefined, step(0, 1000, 0, 0), 4);
+  r = readaheadStep(r.state, step(900, 1900, 0, 1), 4);
+  assert.equal(r.state.window, 1, "overlapping forward read opens the window");
+  r = readaheadStep(r.state, step(1800, 2800, 1, 2), 4);
+  assert.equal(r.state.window, 2);
+  // Re-reading an earlier range (not moving forward) resets it.
+  r = readaheadStep(r.state, step(100, 200, 0, 0), 4);
+  assert.equal(r.state.window, 0);
+});
