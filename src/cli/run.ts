@@ -13,6 +13,7 @@ import { cacheObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics, instrumentStore } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
+import { OpClassPacer } from "../tier/pacer.ts";
 import { TierWorker } from "../tier/tier_pass.ts";
 import { UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
@@ -48,7 +49,13 @@ export async function runCommand(args: string[]): Promise<number> {
 }
 
 async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
-  const worker = new TierWorker({ config: ctx.config, store, prefix, logger: ctx.logger });
+  const worker = new TierWorker({
+    config: ctx.config,
+    store,
+    prefix,
+    logger: ctx.logger,
+    pacer: new OpClassPacer(),
+  });
   try {
     const report = await worker.pass();
     ctx.logger.info("pass finished", {
@@ -98,6 +105,7 @@ async function runAgent(
     logger,
     signal: stop.signal,
     observer: tierObserver(metrics),
+    pacer: new OpClassPacer(),
   });
   const cache = await ChunkCache.open(store, {
     ...chunkCacheOptions(config.tiered_storage),

@@ -42,6 +42,7 @@ import {
 import { hashFile } from "./file_hash.ts";
 import { computeFloor } from "./floor.ts";
 import { type RemoteLocation, segmentKeys } from "./keys.ts";
+import type { OpClass, OpClassPacer } from "./pacer.ts";
 import { keepIndexCopy, markerPaths, partitionStateDir, scanMarkers } from "./markers.ts";
 import type { SegmentMeta } from "./metadata.ts";
 import type { TierObserver } from "./observer.ts";
@@ -93,6 +94,8 @@ export interface TierEnv {
   rng?: () => number;
   /** Multipart part buffers shared by all partitions. */
   partPool?: PartBufferPool;
+  /** Spaces out an operation class after the store throttled it (shared by all partitions). */
+  pacer?: OpClassPacer;
 }
 
 /** The journal, state and tiering logic of one partition. */
@@ -442,11 +445,22 @@ export class PartitionAgent {
   }
 
   /** Runs a store operation under the deadline tree with backoff and full jitter. */
-  #retrying<T>(deadline: Deadline, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    return withRetry(op, {
+  #retrying<T>(
+    deadline: Deadline,
+    op: (signal: AbortSignal) => Promise<T>,
+    cls: OpClass = "housekeeping",
+  ): Promise<T> {
+    const pacer = this.#env.pacer;
+    return withRetry(async (signal) => {
+      await pacer?.pace(cls, signal);
+      const result = await op(signal);
+      pacer?.succeeded(cls);
+      return result;
+    }, {
       deadline,
       rng: this.#env.rng,
       maxMs: this.#env.config.tiered_storage.upload_loop_backoff_max,
+      onThrottle: () => pacer?.throttled(cls),
       onRetry: (err, attempt, delayMs) => {
         // Two failures in a row: the store is not answering; say so now, not when the
         // deadline runs out (a successful copy sets the gauge back to 0).
@@ -506,7 +520,7 @@ export class PartitionAgent {
               at: this.#now,
             });
           },
-        }));
+        }), "upload");
       await this.#record(finishedEvent(seg.start, generation, src.meta, this.#now));
       // An attempt that failed while the store was unreachable could not abort its upload,
       // and the journal now names only the last one: abort the earlier ones here.

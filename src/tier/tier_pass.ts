@@ -48,7 +48,10 @@ export class TierWorker {
     const ts = env.config.tiered_storage;
     // One pool of part buffers for the whole worker: memory stays near
     // part_size × (upload_concurrency + 1) however many partitions upload at once.
-    this.#env = { partPool: new PartBufferPool(ts.part_size, ts.upload_concurrency + 1), ...env };
+    this.#env = {
+      partPool: new PartBufferPool(ts.part_size, ts.upload_concurrency + 1),
+      ...env,
+    };
     if (!env.broker && resolveEvictVia(env.config) === "broker") {
       this.#env.broker = new BrokerClient(env.config.agent.broker);
     }
