@@ -20,6 +20,7 @@ import type { FormatName, RecordInfo } from "../format/types.ts";
 import { initHashes } from "../hash.ts";
 import type { PartitionId } from "../partition/layout.ts";
 import { getSegment } from "../state/segment_state.ts";
+import { markerPaths, partitionStateDir } from "../tier/markers.ts";
 import type { PositionedChunkSource } from "../cache/types.ts";
 import {
   type Catalog,
@@ -416,6 +417,23 @@ class RecordWalk {
     if (meta.indexSize === 0) return EMPTY_INDEX;
     const codec = this.#codec;
     const load = async () => {
+      // Eviction keeps a copy of the index beside the marker: no GET on a cold read's path.
+      // It is only a seek hint (remote records are checksummed as they are walked); a copy
+      // that is missing, of the wrong size or unparsable means asking the store.
+      const kept = markerPaths(
+        partitionStateDir(this.#ctx.config.agent.state_dir, this.#req.partition),
+        e.start,
+      ).index;
+      const local = await readFile(kept).catch(() => undefined);
+      if (local && local.length === meta.indexSize) {
+        try {
+          return parseSegmentIndex(codec, local, {
+            file: kept,
+            startOffset: e.start,
+            logSize: meta.size,
+          });
+        } catch { /* fall through to the store's copy */ }
+      }
       const { bytes } = await this.#ctx.store.get(keys.index);
       return parseSegmentIndex(codec, bytes, {
         file: keys.index,
