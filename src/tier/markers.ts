@@ -2,6 +2,7 @@
 // kept copies of evicted segments' indexes, plus quarantine of markers that cannot be trusted.
 import { copyFile, mkdir, open, readdir, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { forEachBounded } from "../../providers/_pool.ts";
 import { type PartitionId, partitionRelPath, segmentStem } from "../partition/layout.ts";
 import { fsyncDir } from "../state/durable.ts";
 import { type Marker, MarkerError, readMarker } from "../state/marker.ts";
@@ -31,6 +32,9 @@ export async function keepIndexCopy(brokerIndex: string, dest: string): Promise<
   await fsyncDir(join(dest, ".."));
 }
 
+/** Marker files read at once during the boot scan. */
+const MARKER_READ_CONCURRENCY = 32;
+
 /** A marker found at boot, trusted (decoded and of this incarnation). */
 export interface FoundMarker {
   start: bigint;
@@ -43,6 +47,47 @@ export interface QuarantinedMarker {
   path: string;
   movedTo: string;
   reason: string;
+}
+
+/** One marker file, read and checked: trusted (`found`) or with the reason it is not. */
+interface Checked {
+  name: string;
+  path: string;
+  found?: FoundMarker;
+  reason?: string;
+}
+
+async function checkMarker(
+  dir: string,
+  name: string,
+  incarnation: bigint,
+): Promise<Checked | undefined> {
+  const m = /^(\d{20})\.remote$/.exec(name);
+  if (!m) return undefined;
+  const path = join(dir, name);
+  const start = BigInt(m[1]);
+  try {
+    const marker = await readMarker(path);
+    if (marker.incarnation !== incarnation) {
+      return {
+        name,
+        path,
+        reason: `marker of incarnation ${marker.incarnation.toString(16)}, ` +
+          `partition is ${incarnation.toString(16)}`,
+      };
+    }
+    if (marker.startOffset !== start) {
+      return {
+        name,
+        path,
+        reason: `marker names start offset ${marker.startOffset}, file name says ${start}`,
+      };
+    }
+    return { name, path, found: { start, path, marker } };
+  } catch (err) {
+    if (!(err instanceof MarkerError)) throw err;
+    return { name, path, reason: err.message };
+  }
 }
 
 /**
@@ -62,34 +107,25 @@ export async function scanMarkers(
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return { markers, quarantined };
     throw err;
   }
-  for (const name of names.sort()) {
-    const m = /^(\d{20})\.remote$/.exec(name);
-    if (!m) continue;
-    const path = join(dir, name);
-    let reason: string | undefined;
-    let marker: Marker | undefined;
-    try {
-      marker = await readMarker(path);
-      if (marker.incarnation !== incarnation) {
-        reason = `marker of incarnation ${marker.incarnation.toString(16)}, ` +
-          `partition is ${incarnation.toString(16)}`;
-      } else if (marker.startOffset !== BigInt(m[1])) {
-        reason = `marker names start offset ${marker.startOffset}, file name says ${BigInt(m[1])}`;
-      }
-    } catch (err) {
-      if (!(err instanceof MarkerError)) throw err;
-      reason = err.message;
-    }
-    if (reason === undefined && marker) {
-      markers.push({ start: BigInt(m[1]), path, marker });
+  // Markers are read and checked with bounded concurrency (a partition may hold thousands;
+  // boot time is mostly these reads); quarantining, which renames, stays sequential.
+  const sorted = names.sort();
+  const checked = new Array<Checked | undefined>(sorted.length);
+  await forEachBounded(sorted, MARKER_READ_CONCURRENCY, async (name, i) => {
+    checked[i] = await checkMarker(dir, name, incarnation);
+  });
+  for (const c of checked) {
+    if (!c) continue;
+    if (c.found) {
+      markers.push(c.found);
       continue;
     }
     const qdir = join(dir, "quarantine");
     await mkdir(qdir, { recursive: true });
-    const movedTo = join(qdir, `${name}.${Date.now()}`);
-    await rename(path, movedTo);
+    const movedTo = join(qdir, `${c.name}.${Date.now()}`);
+    await rename(c.path, movedTo);
     await fsyncDir(dir);
-    quarantined.push({ path, movedTo, reason: reason! });
+    quarantined.push({ path: c.path, movedTo, reason: c.reason! });
   }
   return { markers, quarantined };
 }
