@@ -1,10 +1,10 @@
 // tierd's own per-partition files beside the journal (DESIGN §4): `.remote` markers and the
 // kept copies of evicted segments' indexes, plus quarantine of markers that cannot be trusted.
-import { copyFile, mkdir, open, readdir, rename } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { forEachBounded } from "../../providers/_pool.ts";
 import { type PartitionId, partitionRelPath, segmentStem } from "../partition/layout.ts";
-import { fsyncDir } from "../state/durable.ts";
+import { fsyncDir, writeFileDurable } from "../state/durable.ts";
 import { type Marker, MarkerError, readMarker } from "../state/marker.ts";
 
 /** The state directory of one partition (journal, markers, index copies). */
@@ -20,16 +20,7 @@ export function markerPaths(dir: string, start: bigint): { marker: string; index
 
 /** Copies the broker's `.index` into the state dir durably (temp, fsync, rename, dir fsync). */
 export async function keepIndexCopy(brokerIndex: string, dest: string): Promise<void> {
-  const tmp = `${dest}.tmp`;
-  await copyFile(brokerIndex, tmp);
-  const fh = await open(tmp, "r+");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, dest);
-  await fsyncDir(join(dest, ".."));
+  await writeFileDurable(dest, await readFile(brokerIndex));
 }
 
 /** Marker files read at once during the boot scan. */
