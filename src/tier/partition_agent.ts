@@ -290,22 +290,7 @@ export class PartitionAgent {
     topic: TopicConfig,
     options: { partitionsInTopic?: number; deleteBudget?: DeleteBudget } = {},
   ): Promise<PartitionPassReport> {
-    const report: PartitionPassReport = {
-      partition: this.label,
-      copied: 0,
-      adopted: 0,
-      failed: 0,
-      cleaned: 0,
-      lost: 0,
-      evicted: 0,
-      remoteDeleted: 0,
-      pending: 0,
-      pressured: false,
-      floor: this.#state.floor,
-      gaps: [],
-      errors: [],
-      storeUnreachable: false,
-    };
+    const report = emptyPassReport(this.label, this.#state.floor);
     let segments = await this.#listLocal();
     await this.#detectPurge(segments);
     await this.#recordLosses(segments, report);
@@ -1006,6 +991,26 @@ export class PartitionAgent {
   async close(): Promise<void> {
     await this.#journal.close();
   }
+}
+
+/** A report of a pass that has done nothing (yet). */
+export function emptyPassReport(partition: string, floor: bigint): PartitionPassReport {
+  return {
+    partition,
+    copied: 0,
+    adopted: 0,
+    failed: 0,
+    cleaned: 0,
+    lost: 0,
+    evicted: 0,
+    remoteDeleted: 0,
+    pending: 0,
+    pressured: false,
+    floor,
+    gaps: [],
+    errors: [],
+    storeUnreachable: false,
+  };
 }
 
 async function unlinkIfPresent(path: string): Promise<void> {

@@ -10,6 +10,7 @@ import type { PartitionState } from "../state/segment_state.ts";
 import { BrokerClient } from "./broker_client.ts";
 import {
   type DeleteBudget,
+  emptyPassReport,
   PartitionAgent,
   type PartitionPassReport,
   type TierEnv,
@@ -176,19 +177,7 @@ export class TierWorker {
 
 function failedReport(agent: PartitionAgent, err: unknown): PartitionPassReport {
   return {
-    partition: agent.label,
-    copied: 0,
-    adopted: 0,
-    failed: 0,
-    cleaned: 0,
-    lost: 0,
-    evicted: 0,
-    remoteDeleted: 0,
-    pending: 0,
-    pressured: false,
-    floor: agent.state.floor,
-    gaps: [],
+    ...emptyPassReport(agent.label, agent.state.floor),
     errors: [`partition ${agent.label}: ${(err as Error).message}`],
-    storeUnreachable: false,
   };
 }
