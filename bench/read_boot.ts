@@ -7,7 +7,7 @@
 //     replayed, markers reconciled and the first pass done); median of 3 boots;
 //   - RSS: VmRSS of that process once ready (median of samples over 3 s), minus the same for a
 //     boot over the same 100 partitions with empty journals, ÷ 100,000.
-// The in-process replay alone (PartitionAgent.open for every partition, in this Deno process)
+// The in-process replay alone (TierWorker.open of every partition, in this Deno process)
 // is in the details.
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -15,14 +15,13 @@ import { SimStore } from "../providers/sim/store.ts";
 import { parseConfig } from "../src/config/load.ts";
 import { initHashes } from "../src/hash.ts";
 import { silentLogger } from "../src/log.ts";
-import { partitionRelPath, segmentStem } from "../src/partition/layout.ts";
+import { partitionRelPath, segmentStem } from "../src/layout/partition.ts";
 import { decodeRecords, encodeRecord } from "../src/state/journal.ts";
 import { fold } from "../src/state/segment_state.ts";
-import { scanMarkers } from "../src/tier/markers.ts";
-import { TierWorker } from "../src/tier/tier_pass.ts";
+import { scanMarkers } from "../src/state/marker_dir.ts";
+import { TierWorker } from "../src/tier/tier_worker.ts";
 import type { JournalEvent } from "../src/state/events.ts";
 import { encodeMarker } from "../src/state/marker.ts";
-import { PartitionAgent } from "../src/tier/partition_agent.ts";
 import { discoverPartitions } from "../src/partition/discover.ts";
 import { recordResult } from "./_results.ts";
 import { WORK_DIR } from "./_segments.ts";
@@ -79,7 +78,7 @@ async function buildState(root: string, perPartition: number): Promise<StateTree
       const segment = BigInt(i) * SPAN;
       const endOffset = segment + SPAN - 1n;
       const ts = 1_750_000_000_000_000n + BigInt(i) * 60_000_000n;
-      const checksum = (BigInt(p) << 32n | BigInt(i)).toString(16).padStart(32, "0");
+      const checksum = BigInt(p) << 32n | BigInt(i);
       events.push(
         { type: "copy_started", segment, generation: 0n, at },
         {
@@ -110,7 +109,7 @@ async function buildState(root: string, perPartition: number): Promise<StateTree
           maxTimestamp: ts + 59_000_000n,
           incarnation,
           generation: 0n,
-          logChecksum: BigInt("0x" + checksum),
+          logChecksum: checksum,
         }),
       );
       markerFiles++;
@@ -238,7 +237,7 @@ async function bootOnce(tree: StateTree, store: BenchStore) {
 }
 
 /**
- * In this (Deno) process: PartitionAgent.open of every partition (what the agent does at boot),
+ * In this (Deno) process: TierWorker.open (every partition opened) (what the agent does at boot),
  * its parts one by one (reading and decoding the journals, folding the events, reading the
  * markers), and a TierWorker's first and second pass over the same state (SimStore).
  */
@@ -250,14 +249,14 @@ async function replayInProcess(tree: StateTree, store: BenchStore) {
   const env = { config, store: new SimStore(), prefix: "bench-boot", logger: silentLogger };
   let t0 = performance.now();
   const found = await discoverPartitions(tree.dataDir);
-  const agents: PartitionAgent[] = [];
-  for (const part of found) agents.push(await PartitionAgent.open(env, part));
+  const opening = new TierWorker(env);
+  await opening.open();
   const openSeconds = (performance.now() - t0) / 1000;
   let segments = 0;
-  for (const a of agents) {
+  for (const a of opening.partitions) {
     for (const m of a.state.segments.values()) segments += m.size;
-    await a.close();
   }
+  await opening.close();
   const parts = { read_journal: 0, decode_records: 0, fold: 0, scan_markers: 0 };
   for (const part of found) {
     const sdir = join(tree.stateDir, partitionRelPath(part));
@@ -362,12 +361,12 @@ export async function runReadBootBench(): Promise<number> {
         `until GET /readyz answers 200 (polled every 20 ms): process start, store probe, ` +
         `journal replay and marker reconciliation of every partition, and the first pass. ` +
         `Then /v1/partitions must list all ${SEGMENTS} segments as remote. Median of ${BOOTS} ` +
-        `boots (page cache warm after the first). PartitionAgent.open of every partition in ` +
+        `boots (page cache warm after the first). TierWorker.open (every partition opened) in ` +
         `this (Deno) process is in the details.`,
       ...common,
       notes: `${bootSeconds.toFixed(2)} s to ready (empty journals: ${
         median(emptyBoots.map((b) => b.seconds)).toFixed(2)
-      } s); in-process (Deno) PartitionAgent.open of all partitions ${inProcess.partition_agent_open_seconds} s, of which marker reads ${inProcess.parts_seconds.scan_markers} s`,
+      } s); in-process (Deno) TierWorker.open of all partitions ${inProcess.partition_agent_open_seconds} s, of which marker reads ${inProcess.parts_seconds.scan_markers} s`,
     });
     recordResult("rss_bytes_per_segment", round(perSegment, 0), "≤ 512", {
       method: `VmRSS of the ready \`tierd run\` (median of 12 samples over 3 s after /readyz) ` +

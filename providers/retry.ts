@@ -1,51 +1,8 @@
-// Shared retry plumbing for store calls (DESIGN §6): exponential backoff with full jitter, a tree
-// of deadlines, and one retry loop that acts on `classify()` and slows down when throttled.
-// Time and randomness are injected so tests never sleep.
-import { clearTimeout, setTimeout } from "node:timers";
-import { classify, StoreError } from "./types.ts";
-
-/** The time source deadlines and sleeps run on; tests pass a fake one. */
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  /**
-   * Calls `fn` after `ms` milliseconds and returns a function that cancels the call.
-   * `unref` timers do not keep the process alive.
-   */
-  setTimer(ms: number, fn: () => void, options?: { unref?: boolean }): () => void;
-}
-
-/** The real clock: `Date.now()` and Node-compatible timers (Deno and Bun alike). */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimer(ms, fn, options) {
-    const timer = setTimeout(fn, ms);
-    if (options?.unref) timer.unref();
-    return () => clearTimeout(timer);
-  },
-};
-
-/**
- * Waits `ms` milliseconds on `clock`, or rejects with the signal's reason once it aborts.
- * @param ms how long to wait
- * @param signal aborts the wait
- * @param clock the time source
- * @default clock systemClock
- */
-export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClock): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      cancel();
-      reject(signal?.reason);
-    };
-    const cancel = clock.setTimer(Math.max(0, ms), () => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    });
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+// Shared retry plumbing for store calls: exponential backoff with full jitter, a tree of
+// deadlines, and one retry loop that retries only what `isRetryable` says and slows down when
+// throttled. Time and randomness are injected so tests never sleep.
+import { type Clock, sleep, systemClock } from "./clock.ts";
+import { isRetryable, StoreError } from "./types.ts";
 
 /** Options of {@linkcode backoffDelay}. */
 export interface BackoffOptions {
@@ -182,7 +139,8 @@ export interface RetryOptions extends BackoffOptions {
 }
 
 /**
- * Runs `op` until it succeeds, retrying errors that `classify()` calls "retry" with backoff
+ * Runs `op` until it succeeds, retrying errors that {@linkcode isRetryable} accepts (throttling
+ * and transport faults; a changed file, a mismatch or a bug fails at once) with backoff
  * (full jitter), as long as the next attempt can start before the deadline. Each `Throttled`
  * error doubles the base delay for the rest of this call.
  * @param op one attempt; gets a signal that aborts at the deadline or on its cancellation
@@ -208,7 +166,7 @@ export async function withRetry<T>(
     try {
       return await op(signal);
     } catch (err) {
-      if (classify(err) !== "retry" || attempt >= maxAttempts || scope.expired()) throw err;
+      if (!isRetryable(err) || attempt >= maxAttempts || scope.expired()) throw err;
       if (err instanceof StoreError && err.kind === "Throttled") {
         baseMs = Math.min(baseMs * 2, maxMs);
         onThrottle?.(err);

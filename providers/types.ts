@@ -25,14 +25,16 @@ export class StoreError extends Error {
   }
 }
 
-/** What the retry layer does with an error (DESIGN §6). */
+/** What the retry layer does with an error. */
 export type ErrorClass = "retry" | "fail" | "not_found" | "auth" | "unsupported";
 
-/** Classifies any error thrown by a store call. Unknown errors are treated as transport faults. */
+/**
+ * Classifies any error thrown by a store call. Only a `StoreError` the provider called
+ * `Throttled` or `Transport` is "retry"; anything else — a segment that changed on disk, a copy
+ * that does not match, a cancelled call, a plain bug — is not a store fault and fails as itself.
+ */
 export function classify(err: unknown): ErrorClass {
-  if (!(err instanceof StoreError)) {
-    return err instanceof DOMException && err.name === "AbortError" ? "fail" : "retry";
-  }
+  if (!(err instanceof StoreError)) return "fail";
   switch (err.kind) {
     case "Throttled":
     case "Transport":
@@ -46,6 +48,15 @@ export function classify(err: unknown): ErrorClass {
     default:
       return "fail";
   }
+}
+
+/**
+ * The retry predicate: true only for store faults another attempt may cure (throttling, a
+ * connection refused or reset, a timeout, a 5xx, a truncated body). A clock-skew rejection is
+ * re-signed once inside the S3 client, not here.
+ */
+export function isRetryable(err: unknown): boolean {
+  return classify(err) === "retry";
 }
 
 /** User metadata: lowercase keys of `[a-z0-9-]`, ASCII values. */

@@ -7,7 +7,8 @@ import { bareEtag, checkMetadata, checkPartNumber, inPartOrder } from "../_rules
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
-import { deleteEach, forEachBounded } from "../_pool.ts";
+import { deleteEach } from "../_pool.ts";
+import { forEachBounded } from "../concurrency.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import {
   checkUploadId,

@@ -8,7 +8,8 @@ import { listingFrom } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { xmlRepresentable } from "../_xml.ts";
 import { secretRedactor } from "../_redact.ts";
-import { backoffDelay, sleep } from "../retry.ts";
+import { sleep } from "../clock.ts";
+import { backoffDelay } from "../retry.ts";
 import {
   type CompletedPart,
   type DeleteFailure,

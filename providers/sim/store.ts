@@ -12,7 +12,7 @@ import {
   planCompletion,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
-import { sleep } from "../retry.ts";
+import { type Clock, sleep, systemClock } from "../clock.ts";
 import {
   type CompletedPart,
   type DeleteFailure,
@@ -87,8 +87,8 @@ export interface SimStoreOptions {
   seed?: number;
   /** Faults from the start; all off by default. */
   faults?: Partial<SimFaults>;
-  /** Where latency and slow bodies wait. @default real timers */
-  clock?: { sleep(ms: number, signal?: AbortSignal): Promise<void> };
+  /** Where latency and slow bodies wait, and what upload and modification times read. @default systemClock */
+  clock?: Clock;
   /** The smallest part but the last a completion accepts. @default 5 MiB, like S3 */
   minPartSize?: number;
 }
@@ -120,7 +120,7 @@ export class SimStore implements ObjectStore {
   readonly #uploads = new Map<string, MutableUpload>();
   readonly #counts = new Map<SimOp, number>();
   readonly #rng: () => number;
-  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly #clock: Clock;
   readonly #minPartSize: number;
   #faults: SimFaults;
   #sortedKeys?: string[];
@@ -129,10 +129,7 @@ export class SimStore implements ObjectStore {
   constructor(options: SimStoreOptions = {}) {
     this.#rng = seededRandom(options.seed ?? 1);
     this.#faults = { ...NO_FAULTS, ...options.faults };
-    const clock = options.clock;
-    this.#sleep = clock
-      ? (ms, signal) => clock.sleep(ms, signal)
-      : (ms, signal) => sleep(ms, signal);
+    this.#clock = options.clock ?? systemClock;
     this.#minPartSize = options.minPartSize ?? MIN_PART_SIZE;
   }
 
@@ -268,7 +265,7 @@ export class SimStore implements ObjectStore {
       this.#uploads.set(uploadId, {
         key,
         uploadId,
-        initiated: new Date(),
+        initiated: new Date(this.#clock.now()),
         metadata: { ...options.metadata },
         contentType: options.contentType,
         parts: new Map(),
@@ -371,7 +368,7 @@ export class SimStore implements ObjectStore {
       metadata: { ...metadata },
       contentType,
       etag,
-      lastModified: new Date(),
+      lastModified: new Date(this.#clock.now()),
     });
     return { status: "Created", etag };
   }
@@ -424,7 +421,7 @@ export class SimStore implements ObjectStore {
     }
     const [min, max] = f.latencyMs;
     const waitMs = min + latency * (max - min);
-    if (waitMs > 0) await this.#sleep(waitMs, signal);
+    if (waitMs > 0) await sleep(waitMs, signal, this.#clock);
     signal?.throwIfAborted();
     if (throttle < f.throttleRate) {
       throw new StoreError("Throttled", "slow down", { op, status: 503, code: "SlowDown" });
@@ -448,7 +445,7 @@ export class SimStore implements ObjectStore {
     }
     const result = serve();
     if (how.slowBody && slow < f.slowBodyRate && f.slowBodyMs > 0) {
-      await this.#sleep(f.slowBodyMs, signal);
+      await sleep(f.slowBodyMs, signal, this.#clock);
     }
     return result;
   }

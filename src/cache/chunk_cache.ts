@@ -8,7 +8,8 @@
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
-import { type Clock, Deadline, systemClock, withRetry } from "../../providers/retry.ts";
+import { type Clock, systemClock } from "../../providers/clock.ts";
+import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";

@@ -1,12 +1,12 @@
 // `tierd ls`: every segment of the tiered partitions with its state, location and offsets,
 // read from the journals (without modifying them: the agent may be running) and the broker dir.
 import { discoverPartitions } from "../partition/discover.ts";
-import { incarnationHex } from "../partition/incarnation.ts";
-import { type PartitionId, partitionLabel } from "../partition/layout.ts";
+import { incarnationHex } from "../layout/partition.ts";
+import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import { listSegments } from "../partition/segments.ts";
 import { JournalStateReader } from "../read/state_source.ts";
 import { emptyState, segmentsOf } from "../state/segment_state.ts";
-import { tieredTopic } from "../tier/tier_pass.ts";
+import { tieredTopic } from "../config/topics.ts";
 import { intFlag } from "./args.ts";
 import { loadContext } from "./context.ts";
 import { parseFlags } from "./main.ts";

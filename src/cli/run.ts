@@ -3,7 +3,9 @@
 // status page) and repeats passes, woken by a filesystem watch of the data directory and a
 // periodic scan that backs off while idle, until SIGTERM or SIGINT.
 import { watch } from "node:fs";
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
+import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { createApp } from "../http/app.ts";
@@ -13,8 +15,8 @@ import { cacheObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics, instrumentStore } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
-import { OpClassPacer } from "../tier/pacer.ts";
-import { TierWorker } from "../tier/tier_pass.ts";
+import { OpClassPacer } from "../../providers/pacer.ts";
+import { TierWorker } from "../tier/tier_worker.ts";
 import { UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 import { parseFlags } from "./main.ts";
@@ -89,11 +91,15 @@ async function runAgent(
   metrics: ReturnType<typeof createTierdMetrics>,
 ): Promise<number> {
   const { config, logger } = ctx;
+  const clock = systemClock;
+  // Every store call of the worker runs under this deadline: a stop signal cancels them all.
+  const root = Deadline.after(Infinity, undefined, { clock });
   const stop = new AbortController();
   const onSignal = (sig: string) => {
     if (stop.signal.aborted) return;
     logger.info("shutting down: finishing or abandoning in-flight work", { signal: sig });
     stop.abort();
+    root.cancel(new DOMException(`stopped by ${sig}`, "AbortError"));
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
@@ -103,9 +109,10 @@ async function runAgent(
     store,
     prefix: opened.prefix,
     logger,
-    signal: stop.signal,
+    clock,
+    root,
     observer: tierObserver(metrics),
-    pacer: new OpClassPacer(),
+    pacer: new OpClassPacer({ clock }),
   });
   const cache = await ChunkCache.open(store, {
     ...chunkCacheOptions(config.tiered_storage),
@@ -139,6 +146,7 @@ async function runAgent(
   try {
     await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
       signal: stop.signal,
+      clock,
       logger,
       onFirstPass: () => {
         ready = true;
@@ -158,7 +166,7 @@ async function loop(
   worker: TierWorker,
   dataDir: string,
   maxIdleMs: number,
-  opts: { signal: AbortSignal; logger: Logger; onFirstPass: () => void },
+  opts: { signal: AbortSignal; clock: Clock; logger: Logger; onFirstPass: () => void },
 ): Promise<void> {
   let wake: (() => void) | undefined;
   let dirty = false; // a change arrived while a pass was running
@@ -202,9 +210,9 @@ async function loop(
       if (opts.signal.aborted) break;
       // Sealing depends on quiet files, so a pending segment needs a rescan even with no event.
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, idleMs);
+        const cancel = opts.clock.setTimer(idleMs, resolve);
         wake = () => {
-          clearTimeout(timer);
+          cancel();
           idleMs = MIN_IDLE_MS;
           resolve();
         };

@@ -8,7 +8,7 @@ import {
   type PartitionId,
   partitionRelPath,
   segmentStem,
-} from "../partition/layout.ts";
+} from "../layout/partition.ts";
 import { MAX_PAYLOAD_SIZE } from "./_bytes.ts";
 import { readSegmentBounds } from "./bounds.ts";
 import { codecFor, type SegmentCodec } from "./codec.ts";

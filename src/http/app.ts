@@ -14,7 +14,7 @@ import type { Context } from "hono";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/registry.ts";
 import { observePartitions, type TierdMetrics } from "../metrics/tierd.ts";
-import { incarnationHex } from "../partition/incarnation.ts";
+import { incarnationHex } from "../layout/partition.ts";
 import type { ReadContext } from "../read/context.ts";
 import { readToJson } from "../read/json.ts";
 import { ParamError, parseId, parseMaxBytes, parseStart } from "../read/params.ts";

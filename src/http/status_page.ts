@@ -1,6 +1,6 @@
 // The status page (`GET /`): one self-contained HTML document — no scripts, no external assets —
 // listing each tiered partition with its floor and where its segments are.
-import { incarnationHex } from "../partition/incarnation.ts";
+import { incarnationHex } from "../layout/partition.ts";
 import type { PartitionSummary } from "../read/partitions.ts";
 import { VERSION } from "../version.ts";
 

@@ -1,7 +1,7 @@
 // Finds the broker's partition directories: {data_dir}/streams/*/topics/*/partitions/*.
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { PartitionId } from "./layout.ts";
+import type { PartitionId } from "../layout/partition.ts";
 
 /** A partition directory found on disk, with the identity used to track its incarnation. */
 export interface DiscoveredPartition extends PartitionId {

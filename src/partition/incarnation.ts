@@ -6,8 +6,3 @@ export function newIncarnation(): bigint {
   const words = crypto.getRandomValues(new Uint32Array(2));
   return (BigInt(words[0]) << 32n) | BigInt(words[1]);
 }
-
-/** The incarnation as it appears in object keys: 16 lowercase hex digits. */
-export function incarnationHex(id: bigint): string {
-  return id.toString(16).padStart(16, "0");
-}

@@ -2,7 +2,7 @@
 // a segment is sealed when it has a successor and its files have been quiet for `quiescenceMs`.
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { parseSegmentFileName, segmentStem } from "./layout.ts";
+import { parseSegmentFileName, segmentStem } from "../layout/partition.ts";
 
 /** One segment's files as found on disk. */
 export interface SegmentFiles {

@@ -6,18 +6,14 @@ import { join } from "node:path";
 import { detectFormat } from "../format/detect.ts";
 import { FormatError } from "../format/errors.ts";
 import type { FormatName } from "../format/types.ts";
-import { incarnationHex } from "../partition/incarnation.ts";
-import { type PartitionId, partitionLabel, partitionRelPath } from "../partition/layout.ts";
+import { incarnationHex } from "../layout/partition.ts";
+import { type PartitionId, partitionLabel, partitionRelPath } from "../layout/partition.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
-import {
-  type PartitionState,
-  type SegmentMeta,
-  type SegmentRecord,
-  segmentsOf,
-} from "../state/segment_state.ts";
-import { segmentKeys } from "../tier/keys.ts";
-import { fromUserMetadata } from "../tier/metadata.ts";
-import { tieredTopic } from "../tier/tier_pass.ts";
+import { type PartitionState, type SegmentRecord, segmentsOf } from "../state/segment_state.ts";
+import { segmentKeys } from "../layout/object_keys.ts";
+import { fromUserMetadata } from "../layout/object_metadata.ts";
+import type { SegmentFacts } from "../layout/segment_facts.ts";
+import { tieredTopic } from "../config/topics.ts";
 import type { ReadContext } from "./context.ts";
 import { SegmentCorrupt, UnknownPartition } from "./errors.ts";
 import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
@@ -26,7 +22,7 @@ import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
 export interface RemoteCopy {
   keys: { log: string; index: string };
   /** What COPY_SEGMENT_FINISHED recorded (end offset, sizes, timestamps, checksum). */
-  meta: SegmentMeta;
+  meta: SegmentFacts;
   /**
    * Where the copy sits in the partition's remote bytes: the partition (incarnation and
    * generation included) and the summed sizes of every older copy of this generation, deleted

@@ -3,7 +3,7 @@
 import type { FormatName } from "../format/types.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import { segmentsOf } from "../state/segment_state.ts";
-import { tieredTopic } from "../tier/tier_pass.ts";
+import { tieredTopic } from "../config/topics.ts";
 import { type Catalog, catalogFormat, loadCatalog } from "./catalog.ts";
 import type { ReadContext } from "./context.ts";
 import { UnknownPartition } from "./errors.ts";

@@ -17,10 +17,10 @@ import { readSegmentBounds } from "../format/bounds.ts";
 import { codecFor, type SegmentCodec } from "../format/codec.ts";
 import { FormatError } from "../format/errors.ts";
 import type { FormatName, RecordInfo } from "../format/types.ts";
-import { initHashes } from "../hash.ts";
-import type { PartitionId } from "../partition/layout.ts";
+import { hex128, initHashes } from "../hash.ts";
+import type { PartitionId } from "../layout/partition.ts";
 import { getSegment } from "../state/segment_state.ts";
-import { markerPaths, partitionStateDir } from "../tier/markers.ts";
+import { markerPaths, partitionStateDir } from "../layout/state_paths.ts";
 import type { PositionedChunkSource } from "../cache/types.ts";
 import {
   type Catalog,
@@ -317,7 +317,7 @@ class RecordWalk {
     const { keys, meta, position } = e.remote!;
     return {
       key: keys.log,
-      checksum: meta.checksum,
+      checksum: hex128(meta.checksum),
       size: meta.size,
       recordStarts: async () => (await this.#remoteIndex(e)).recordStarts(),
       position,
@@ -443,7 +443,7 @@ class RecordWalk {
     };
     try {
       return await within(
-        this.#ctx.indexes.get(`remote:${keys.index}:${meta.checksum}`, load),
+        this.#ctx.indexes.get(`remote:${keys.index}:${hex128(meta.checksum)}`, load),
         this.#deadline,
         keys.index,
       );

@@ -3,7 +3,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { initHashes } from "../hash.ts";
-import { type PartitionId, partitionRelPath } from "../partition/layout.ts";
+import { type PartitionId, partitionRelPath } from "../layout/partition.ts";
 import { decodeRecords } from "../state/journal.ts";
 import { fold, type PartitionState } from "../state/segment_state.ts";
 

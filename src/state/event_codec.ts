@@ -45,6 +45,7 @@ const SCHEMA: { [T in JournalEventType]: Fields<T> } = {
 };
 
 const U64_MAX = (1n << 64n) - 1n;
+const U128_MAX = (1n << 128n) - 1n;
 const DECIMAL = /^(0|[1-9][0-9]*)$/;
 const HEX128 = /^[0-9a-f]{32}$/;
 const encoder = new TextEncoder();
@@ -64,7 +65,7 @@ function fieldsOf(type: JournalEventType): [string, FieldKind][] {
  * @param event The event.
  * @returns The body bytes.
  * @throws {RangeError} If a field is out of range (bigints must be u64, numbers non-negative safe
- * integers, `checksum` 32 lowercase hex digits, `cause` a known cause).
+ * integers, `checksum` a u128, `cause` a known cause).
  */
 export function encodeEvent(event: JournalEvent): Uint8Array {
   // Field names come from SCHEMA[event.type], which lists exactly this event's fields.
@@ -75,7 +76,11 @@ export function encodeEvent(event: JournalEvent): Uint8Array {
     const problem = checkValue(kind, value, "encode");
     if (problem !== undefined) throw new RangeError(`${event.type}.${name}: ${problem}`);
     if (value === undefined) continue;
-    out[name] = typeof value === "bigint" ? value.toString(10) : value as string | number;
+    out[name] = kind === "hex128"
+      ? (value as bigint).toString(16).padStart(32, "0")
+      : typeof value === "bigint"
+      ? value.toString(10)
+      : value as string | number;
   }
   return encoder.encode(JSON.stringify(out));
 }
@@ -106,7 +111,11 @@ export function decodeEvent(body: Uint8Array): JournalEvent {
     const problem = checkValue(kind, raw, "decode");
     if (problem !== undefined) throw new EventDecodeError(`${type}.${name}: ${problem}`);
     if (raw === undefined) continue;
-    event[name] = kind === "u64" || kind === "u64?" ? BigInt(raw as string) : raw;
+    event[name] = kind === "u64" || kind === "u64?"
+      ? BigInt(raw as string)
+      : kind === "hex128"
+      ? BigInt("0x" + (raw as string))
+      : raw;
   }
   // Every field of this type's schema row was checked above, so the object is that event.
   return event as unknown as JournalEvent;
@@ -139,6 +148,10 @@ function checkValue(
     case "str?":
       return typeof value === "string" ? undefined : "not a string";
     case "hex128":
+      if (mode === "encode") {
+        if (typeof value !== "bigint") return "not a bigint";
+        return value < 0n || value > U128_MAX ? `${value} is not a u128` : undefined;
+      }
       return typeof value === "string" && HEX128.test(value)
         ? undefined
         : "not 32 lowercase hex digits";

@@ -57,8 +57,8 @@ export interface CopyFinishedEvent {
   startTimestamp: bigint;
   endTimestamp: bigint;
   maxTimestamp: bigint;
-  /** XXH3-128 of the `.log`, 32 lowercase hex digits. */
-  checksum: string;
+  /** XXH3-128 of the `.log` (32 lowercase hex digits on disk). */
+  checksum: bigint;
   at: number;
 }
 

@@ -1,5 +1,6 @@
 // Folds a partition's journal events into its state: incarnation, generation, floor and each
 // segment's place in the remote lifecycle (DESIGN §5). Illegal transitions are refused loudly.
+import type { SegmentFacts } from "../layout/segment_facts.ts";
 import type { DeleteCause, JournalEvent, SegmentEvent } from "./events.ts";
 
 /** A segment's remote lifecycle state (KIP-405 plus DANGLING). A segment with no record is LOCAL. */
@@ -10,18 +11,6 @@ export type SegmentState =
   | "DELETE_SEGMENT_STARTED"
   | "DELETE_SEGMENT_FINISHED"
   | "LOST_BEFORE_UPLOAD";
-
-/** What a verified copy recorded about the segment (also its `.log` object's metadata). */
-export interface SegmentMeta {
-  readonly endOffset: bigint;
-  readonly size: number;
-  readonly indexSize: number;
-  readonly startTimestamp: bigint;
-  readonly endTimestamp: bigint;
-  readonly maxTimestamp: bigint;
-  /** XXH3-128 of the `.log`, 32 lowercase hex digits. */
-  readonly checksum: string;
-}
 
 /** One segment of one generation, as the journal knows it. Records are never mutated. */
 export interface SegmentRecord {
@@ -39,7 +28,7 @@ export interface SegmentRecord {
   /** Local files confirmed gone (only ever after COPY_SEGMENT_FINISHED). */
   readonly evicted: boolean;
   /** Set from COPY_SEGMENT_FINISHED on (kept through retention deletion). */
-  readonly meta?: SegmentMeta;
+  readonly meta?: SegmentFacts;
   /** Why the segment last became DANGLING (kept through its cleanup). */
   readonly danglingReason?: string;
   /** Set from DELETE_SEGMENT_STARTED on. */
@@ -186,7 +175,7 @@ export function fold(
  * @param at Timestamp for the incarnation, generation and floor events (their times are not kept).
  * @returns The events, in replay order.
  */
-export function snapshotEvents(state: PartitionState, at: number = Date.now()): JournalEvent[] {
+export function snapshotEvents(state: PartitionState, at: number): JournalEvent[] {
   const out: JournalEvent[] = [];
   if (state.incarnation !== undefined) {
     out.push({

@@ -2,7 +2,7 @@
 // (password or personal access token) and DeleteSegments, which drops the N oldest sealed
 // segments of a partition so the broker's own view stays true.
 import type { BrokerConfig } from "../config/schema.ts";
-import type { PartitionId } from "../partition/layout.ts";
+import type { PartitionId } from "../layout/partition.ts";
 
 /** The broker refused or failed a request; the message never carries credentials. */
 export class BrokerError extends Error {

@@ -4,8 +4,18 @@ import { readFile, stat } from "node:fs/promises";
 import type { ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import { uploadFile } from "../../providers/upload.ts";
+import { readSegmentBounds } from "../format/bounds.ts";
+import type { FormatName } from "../format/types.ts";
 import { hex128, xxh3_128 } from "../hash.ts";
-import { fromUserMetadata, sameSegment, type SegmentMeta, toUserMetadata } from "./metadata.ts";
+import {
+  fromUserMetadata,
+  type ObjectFacts,
+  sameSegment,
+  toUserMetadata,
+} from "../layout/object_metadata.ts";
+import { factsFromBounds } from "../layout/segment_facts.ts";
+import type { SegmentFiles } from "../partition/segments.ts";
+import { hashFile } from "./file_hash.ts";
 
 /** The remote copy does not match the local segment (a stale or foreign object under the key). */
 export class CopyMismatchError extends Error {
@@ -34,11 +44,31 @@ export interface CopyOptions {
   pool?: PartBufferPool;
 }
 
+/** A sealed local segment, read and checksummed, with the keys it is copied to. */
 export interface SegmentSource {
   logPath: string;
   indexPath: string;
   keys: { log: string; index: string };
-  meta: SegmentMeta;
+  meta: ObjectFacts;
+}
+
+/**
+ * Reads a sealed segment's bounds and hashes its `.log`: what its copy will be checked against.
+ * @throws the format's error for a segment it cannot read; ENOENT once the broker removed it
+ */
+export async function segmentSource(
+  seg: SegmentFiles,
+  format: FormatName,
+  keys: { log: string; index: string },
+): Promise<SegmentSource> {
+  const bounds = await readSegmentBounds(seg.logPath, seg.indexPath, format, seg.start);
+  const checksum = await hashFile(seg.logPath, bounds.size);
+  return {
+    logPath: seg.logPath,
+    indexPath: seg.indexPath,
+    keys,
+    meta: { ...factsFromBounds(bounds, checksum), format },
+  };
 }
 
 /** What happened to the `.log` object: freshly written, or an identical copy already there. */
@@ -137,7 +167,7 @@ export async function verifyCopy(
       `object is ${head.size} bytes, segment is ${src.meta.size}`,
     );
   }
-  let remote: SegmentMeta;
+  let remote: ObjectFacts;
   try {
     remote = fromUserMetadata(src.keys.log, head.metadata);
   } catch (err) {

@@ -1,5 +1,4 @@
-// Shared pieces of the tier worker's model, bad-state and broker tests: a fake clock, a store
-// wrapper that freezes the agent at a chosen request (a crash), consumer offset files as the
+// Shared pieces of the tier worker's model, bad-state and broker tests: a store wrapper that freezes the agent at a chosen request (a crash), consumer offset files as the
 // broker writes them, the durable journal state, and observers and loggers that record.
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -8,10 +7,10 @@ import type { ObjectStore } from "../../providers/types.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
-import type { PartitionId } from "../../src/partition/layout.ts";
+import type { PartitionId } from "../../src/layout/partition.ts";
 import { decodeRecords } from "../../src/state/journal.ts";
 import { emptyState, fold, type PartitionState } from "../../src/state/segment_state.ts";
-import { partitionStateDir } from "../../src/tier/markers.ts";
+import { journalPath as journalFile, partitionStateDir } from "../../src/layout/state_paths.ts";
 import type { TierObserver } from "../../src/tier/observer.ts";
 
 /**
@@ -32,22 +31,9 @@ export async function scratchDir(
   return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
 }
 
-/** The generator's first message timestamp (µs), as ms: fake clocks start here. */
-export const GENERATOR_EPOCH_MS = 1_750_000_000_000;
-
-/** A clock that moves only when told to. */
-export class FakeClock {
-  constructor(public ms = GENERATOR_EPOCH_MS) {}
-  /** The `now` a `TierWorker` takes. */
-  readonly now = (): number => this.ms;
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}
-
 /** The journal file of a partition under `stateDir`. */
 export function journalPath(stateDir: string, id: PartitionId): string {
-  return join(partitionStateDir(stateDir, id), "journal");
+  return journalFile(partitionStateDir(stateDir, id));
 }
 
 /** The partition state as it is on disk (what a restart would replay), valid prefix only. */

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { SimStore } from "../../providers/sim/store.ts";
 import { chunkFileSize } from "../../src/cache/chunk_format.ts";
 import { CacheTimeoutError } from "../../src/cache/types.ts";
-import { FakeClock } from "../providers/_fake_clock.ts";
+import { FakeClock } from "../_fake_clock.ts";
 import { tempDir } from "../_util.ts";
 import { chunkFilesOnDisk, chunksBudget, filesUnder, openCache, putObject } from "./_helpers.ts";
 

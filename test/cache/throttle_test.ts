@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { FetchGate } from "../../src/cache/fetch_gate.ts";
 import { TokenBucket } from "../../src/cache/token_bucket.ts";
-import { FakeClock } from "../providers/_fake_clock.ts";
+import { FakeClock } from "../_fake_clock.ts";
 
 /** Lets resolved promises run their continuations. */
 const ticks = async (n = 5) => {

@@ -9,7 +9,7 @@ import { listAll } from "../../providers/types.ts";
 import { appendMessages, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { hex128, initHashes, xxh3_128 } from "../../src/hash.ts";
-import { segmentStem } from "../../src/partition/layout.ts";
+import { segmentStem } from "../../src/layout/partition.ts";
 import { decodeRecords } from "../../src/state/journal.ts";
 import { readMarker } from "../../src/state/marker.ts";
 import {
@@ -18,7 +18,7 @@ import {
   type PartitionState,
   segmentsOf,
 } from "../../src/state/segment_state.ts";
-import { fromUserMetadata } from "../../src/tier/metadata.ts";
+import { fromUserMetadata } from "../../src/layout/object_metadata.ts";
 import type { AgentProcess } from "../fixtures/_agent.ts";
 
 /** A sealed segment as the broker wrote it. */
@@ -247,7 +247,7 @@ export class BrokerOracle {
         }
         if (rec?.state === "COPY_SEGMENT_FINISHED") {
           copied++;
-          assert.equal(rec.meta?.checksum, hex128(s.checksum), `${at}: journaled checksum`);
+          assert.equal(rec.meta?.checksum, s.checksum, `${at}: journaled checksum`);
           assert.equal(rec.meta?.endOffset, s.endOffset, `${at}: journaled end offset`);
           if (rec.evicted) {
             assert.ok(!present.has(s.start), `${at}: ${stem} recorded evicted, still local`);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
 import { listAll } from "../../providers/types.ts";
 import { initHashes } from "../../src/hash.ts";
-import { fromUserMetadata } from "../../src/tier/metadata.ts";
+import { fromUserMetadata } from "../../src/layout/object_metadata.ts";
 import { testConfigText } from "../_config.ts";
 import { tempDir } from "../_util.ts";
 

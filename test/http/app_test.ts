@@ -2,7 +2,7 @@
 // reads (raw and JSON, gaps), the status page and admin authentication.
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { incarnationHex } from "../../src/partition/incarnation.ts";
+import { incarnationHex } from "../../src/layout/partition.ts";
 import { parseExposition, sampleValue } from "../metrics/_exposition.ts";
 import {
   buildScenario,

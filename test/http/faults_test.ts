@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { ChunkCache } from "../../src/cache/mod.ts";
 import type { ChunkSource, RangeReader } from "../../src/cache/types.ts";
 import { DirectRangeReader } from "../../src/read/direct_reader.ts";
-import { segmentKeys } from "../../src/tier/keys.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
 import { parseExposition, sampleValue } from "../metrics/_exposition.ts";
 import { buildScenario, expectedRead, type Scenario } from "../read/_scenario.ts";
 import { appFor, errorBody, RECORDS } from "./_app.ts";

@@ -3,7 +3,7 @@ import { mkdir, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { findChainGaps } from "../../src/partition/chain.ts";
 import { discoverPartitions } from "../../src/partition/discover.ts";
-import { parseSegmentFileName, segmentStem } from "../../src/partition/layout.ts";
+import { parseSegmentFileName, segmentStem } from "../../src/layout/partition.ts";
 import { listSegments } from "../../src/partition/segments.ts";
 import { tempDir } from "../_util.ts";
 

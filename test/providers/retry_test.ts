@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { backoffDelay, Deadline, sleep, withRetry } from "../../providers/retry.ts";
+import { sleep } from "../../providers/clock.ts";
+import { backoffDelay, Deadline, withRetry } from "../../providers/retry.ts";
 import { StoreError, type StoreErrorKind } from "../../providers/types.ts";
-import { FakeClock } from "./_fake_clock.ts";
+import { FakeClock } from "../_fake_clock.ts";
 
 /** Options that make withRetry run on `clock` without real waiting, recording each delay. */
 function onClock(clock: FakeClock, ms: number, rng = () => 0.5) {
@@ -60,7 +61,7 @@ Deno.test("withRetry: retries transport faults and throttling, then succeeds", a
   const { options, delays } = onClock(clock, 60_000);
   const { op, calls } = flaky(
     fault("Transport"),
-    new TypeError("fetch failed"),
+    fault("Throttled"),
     fault("Transport"),
   );
   const retries: Array<[number, number]> = [];
@@ -70,8 +71,9 @@ Deno.test("withRetry: retries transport faults and throttling, then succeeds", a
   });
   assert.equal(result, "done");
   assert.equal(calls.length, 4);
-  assert.deepEqual(delays, [50, 100, 200]);
-  assert.deepEqual(retries, [[1, 50], [2, 100], [3, 200]]);
+  // The throttled answer doubles the base delay (100 → 200 ms) for the rest of the call.
+  assert.deepEqual(delays, [50, 200, 400]);
+  assert.deepEqual(retries, [[1, 50], [2, 200], [3, 400]]);
   assert.ok(
     calls.every((s) => s === calls[0] && !s.aborted),
     "each attempt gets the call's signal",
@@ -102,6 +104,12 @@ Deno.test("withRetry: errors that are not transient fail at once", async () => {
   const aborted = flaky(new DOMException("stop", "AbortError"));
   await assert.rejects(withRetry(aborted.op, options), { name: "AbortError" });
   assert.equal(aborted.calls.length, 1);
+  // Errors that are not store faults are not retried like one: a bug, or a changed file.
+  for (const err of [new TypeError("x is undefined"), new Error("segment changed on disk")]) {
+    const plain = flaky(err);
+    await assert.rejects(withRetry(plain.op, options), (e: unknown) => e === err);
+    assert.equal(plain.calls.length, 1, err.message);
+  }
 });
 
 Deno.test("withRetry: retries only while now + backoff fits the deadline", async () => {

@@ -7,14 +7,17 @@ import { classify, listAll, StoreError } from "../../providers/types.ts";
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 /** A clock whose sleeps return at once and are recorded. */
+/** A clock whose timers fire at once, recording how long each asked to wait. */
 function recordingClock() {
   const sleeps: number[] = [];
   return {
     sleeps,
-    sleep(ms: number, signal?: AbortSignal) {
+    now: () => 0,
+    monotonic: () => 0,
+    setTimer(ms: number, fn: () => void) {
       sleeps.push(ms);
-      signal?.throwIfAborted();
-      return Promise.resolve();
+      queueMicrotask(fn);
+      return () => {};
     },
   };
 }

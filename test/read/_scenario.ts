@@ -15,7 +15,7 @@ import { silentLogger } from "../../src/log.ts";
 import { listSegments } from "../../src/partition/segments.ts";
 import { createReadContext, type ReadContextOptions } from "../../src/read/context.ts";
 import type { ReadContext } from "../../src/read/context.ts";
-import { TierWorker } from "../../src/tier/tier_pass.ts";
+import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { testConfig } from "../_config.ts";
 
 /** One record of the partition, as the files held it before any eviction. */

@@ -17,7 +17,7 @@ import {
   UnknownPartition,
 } from "../../src/read/errors.ts";
 import { readRecords } from "../../src/read/read_records.ts";
-import { segmentKeys } from "../../src/tier/keys.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
 import {
   buildScenario,
   expectedRead,

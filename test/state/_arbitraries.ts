@@ -1,7 +1,6 @@
 // fast-check arbitraries for journal events, and a small independent model of the segment
 // lifecycle (DESIGN §5) that generates legal event sequences for the reducer tests.
 import fc from "fast-check";
-import { hex128 } from "../../src/hash.ts";
 import type { DeleteCause, JournalEvent, JournalEventType } from "../../src/state/events.ts";
 
 export const U64_MAX = (1n << 64n) - 1n;
@@ -63,7 +62,7 @@ export function anyEvent(): fc.Arbitrary<JournalEvent> {
       startTimestamp: u64(),
       endTimestamp: u64(),
       maxTimestamp: u64(),
-      checksum: u128().map(hex128),
+      checksum: u128(),
     }, { noNullPrototype: true }),
     fc.record({ type: fc.constant("dangling" as const), ...seg, reason: text() }, {
       noNullPrototype: true,
@@ -218,7 +217,7 @@ export interface Choice {
     startTimestamp: bigint;
     endTimestamp: bigint;
     maxTimestamp: bigint;
-    checksum: string;
+    checksum: bigint;
   };
 }
 
@@ -247,7 +246,7 @@ export function choice(): fc.Arbitrary<Choice> {
       startTimestamp: u64(),
       endTimestamp: u64(),
       maxTimestamp: u64(),
-      checksum: u128().map(hex128),
+      checksum: u128(),
     }, { noNullPrototype: true }),
   }, { noNullPrototype: true });
 }

@@ -27,7 +27,7 @@ const meta = {
   startTimestamp: 10n,
   endTimestamp: 20n,
   maxTimestamp: 21n,
-  checksum: "0123456789abcdef0123456789abcdef",
+  checksum: 0x0123456789abcdef0123456789abcdefn,
 };
 const id = { segment: 0n, generation: 0n };
 
@@ -247,5 +247,5 @@ Deno.test("lost_before_upload records a gap and is final", () => {
   assert.equal(getSegment(s, 0n, 100n)?.lostEndOffset, 199n);
   assert.equal(getSegment(s, 0n, 200n)?.state, "LOST_BEFORE_UPLOAD");
   stateError(() => applyEvent(s, { type: "copy_started", segment: 100n, generation: 0n, at: 3 }));
-  assert.deepEqual(fold(snapshotEvents(s)), s);
+  assert.deepEqual(fold(snapshotEvents(s, 0)), s);
 });

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { appendFile, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Clock } from "../../providers/clock.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { Config } from "../../src/config/schema.ts";
@@ -17,9 +18,9 @@ import { initHashes } from "../../src/hash.ts";
 import { createLogger } from "../../src/log.ts";
 import { readMarker, writeMarker } from "../../src/state/marker.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
-import { segmentKeys } from "../../src/tier/keys.ts";
-import { markerPaths, partitionStateDir } from "../../src/tier/markers.ts";
-import { TierWorker } from "../../src/tier/tier_pass.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
+import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
+import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
   capturingLogger,
   durableState,
@@ -30,6 +31,7 @@ import {
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
 import { testConfig } from "../_config.ts";
+import { aheadClock } from "../_fake_clock.ts";
 
 await initHashes();
 
@@ -38,7 +40,7 @@ const ID = { stream: 0, topic: 0, partition: 0 };
 interface Rig {
   config: Config;
   sim: SimStore;
-  clock: { skew: number; now: () => number };
+  clock: { skew: { ms: number }; clock: Clock };
   segments: GeneratedSegment[];
   stateDir: string;
   dir: string;
@@ -65,7 +67,8 @@ async function rig(format: FormatName = "iggy-0.9", messages = 600): Promise<Rig
   const sim = new SimStore();
   // Real time, a second ahead so files written (or truncated) just now already count as
   // quiet, plus however far a test skips ahead.
-  const clock = { skew: 1000, now: () => Date.now() + clock.skew };
+  const skew = { ms: 1000 };
+  const clock = { skew, clock: aheadClock(() => skew.ms) };
   const { logger, lines } = capturingLogger();
   const observer = recordingObserver();
   const stateDir = partitionStateDir(config.agent.state_dir, ID);
@@ -85,7 +88,7 @@ async function rig(format: FormatName = "iggy-0.9", messages = 600): Promise<Rig
         store: sim,
         prefix: "iggy",
         logger,
-        now: clock.now,
+        clock: clock.clock,
         observer,
         rng: () => 0,
       }),
@@ -307,7 +310,7 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
         // Total retention now wants everything, but the store fails the first deletion:
         // it stays journaled as started.
         r.config.topic[0].message_expiry = 1000;
-        r.clock.skew += 1_000_000_000;
+        r.clock.skew.ms += 1_000_000_000;
         r.sim.setUnavailable(true);
         const failed = await w.pass();
         assert.ok(failed.errors.length > 0);
@@ -385,7 +388,7 @@ Deno.test("a dangling copy whose object no longer matches the rewritten local se
         store,
         prefix: "iggy",
         logger: createLogger({ write: (l) => void r.logs.push(JSON.parse(l)) }),
-        now: r.clock.now,
+        clock: r.clock.clock,
         observer: r.observer,
         rng: () => 0,
       });

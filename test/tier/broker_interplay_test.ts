@@ -18,12 +18,12 @@ import {
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
 import { readConsumerBarrier } from "../../src/partition/consumer_offsets.ts";
-import { incarnationHex } from "../../src/partition/incarnation.ts";
-import { parseSegmentFileName, type PartitionId } from "../../src/partition/layout.ts";
+import { incarnationHex } from "../../src/layout/partition.ts";
+import { parseSegmentFileName, type PartitionId } from "../../src/layout/partition.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
-import { segmentKeys } from "../../src/tier/keys.ts";
-import { markerPaths, partitionStateDir } from "../../src/tier/markers.ts";
-import { TierWorker } from "../../src/tier/tier_pass.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
+import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
+import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
   capturingLogger,
   durableState,
@@ -33,6 +33,7 @@ import {
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
 import { testConfig } from "../_config.ts";
+import { aheadClock } from "../_fake_clock.ts";
 
 await initHashes();
 
@@ -73,7 +74,7 @@ async function rig(format: FormatName = "iggy-0.9"): Promise<Rig> {
         logger,
         observer,
         rng: () => 0,
-        now: () => Date.now() + 1000, // files written just now already count as quiet
+        clock: aheadClock(1000), // files written just now already count as quiet
       }),
     generate: (id, messages, o = {}) => generatePartition({ ...gen, ...id, messages, ...o }),
     append: (id, messages) => appendMessages({ ...gen, ...id, messages }),
@@ -306,14 +307,14 @@ Deno.test("a partition directory that disappears stops only its own work", async
     const w = r.worker();
     try {
       assert.deepEqual((await w.pass()).errors, []);
-      assert.equal(w.agents.length, 2);
+      assert.equal(w.partitions.length, 2);
       // Between passes: partition 1's directory goes (topic partitions deleted).
       await rm(r.dir(P1), { recursive: true });
       const more = await r.append(P0, 300);
       const report = await w.pass();
       assert.deepEqual(report.errors, []);
       assert.equal(report.copied, more.length - 1);
-      assert.deepEqual(w.agents.map((a) => a.label), ["0/0/0"]);
+      assert.deepEqual(w.partitions.map((a) => a.label), ["0/0/0"]);
       assert.equal(logged(r, "partition directory gone; its work stops").length, 1);
     } finally {
       await w.close();
@@ -360,7 +361,7 @@ Deno.test("a partition directory removed in the middle of a pass fails that part
       assert.ok(p0.copied >= 2, "the other partition is tiered in full");
       const next = await w.pass();
       assert.deepEqual(next.errors, []);
-      assert.deepEqual(w.agents.map((a) => a.label), ["0/0/0"]);
+      assert.deepEqual(w.partitions.map((a) => a.label), ["0/0/0"]);
       await assert.rejects(stat(dir1));
     } finally {
       await w.close();

@@ -8,7 +8,7 @@ import { generatePartition } from "../../src/format/generate.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { silentLogger } from "../../src/log.ts";
 import { readMarker } from "../../src/state/marker.ts";
-import { TierWorker } from "../../src/tier/tier_pass.ts";
+import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { testConfig } from "../_config.ts";
 import { tempDir } from "../_util.ts";
 

@@ -14,9 +14,9 @@ import { seededRandom } from "../../providers/_rng.ts";
 import type { Config } from "../../src/config/schema.ts";
 import { appendMessages, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
-import { hex128, initHashes } from "../../src/hash.ts";
+import { initHashes } from "../../src/hash.ts";
 import { type Logger, silentLogger } from "../../src/log.ts";
-import { type PartitionId, segmentStem } from "../../src/partition/layout.ts";
+import { type PartitionId, segmentStem } from "../../src/layout/partition.ts";
 import { readMarker } from "../../src/state/marker.ts";
 import {
   getSegment,
@@ -24,13 +24,12 @@ import {
   type SegmentRecord,
   segmentsOf,
 } from "../../src/state/segment_state.ts";
-import { segmentKeys } from "../../src/tier/keys.ts";
-import { markerPaths, partitionStateDir } from "../../src/tier/markers.ts";
-import { TierWorker } from "../../src/tier/tier_pass.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
+import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
+import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
   capturingLogger,
   durableState,
-  FakeClock,
   FreezingStore,
   type RecordedObserver,
   recordingObserver,
@@ -38,6 +37,7 @@ import {
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
 import { testConfig } from "../_config.ts";
+import { aheadClock, FakeClock } from "../_fake_clock.ts";
 
 await initHashes();
 
@@ -121,9 +121,9 @@ function newWorker(w: World): void {
     store: w.store,
     prefix: PREFIX,
     logger: w.logger,
-    now: w.clock.now,
+    clock: w.clock,
     observer: w.observer,
-    rng: () => w.rng() * 0.001, // retry jitter well under a millisecond
+    rng: w.rng, // real jitter: backoff plays out on the fake clock
   });
 }
 
@@ -190,7 +190,7 @@ async function checkInvariants(w: World, before: Snapshot, step: string): Promis
       where(p, `floor moved back ${p.maxFloor} -> ${state.floor}`),
     );
     p.maxFloor = state.floor;
-    const agent = w.worker.agents.find((a) => a.id.partition === p.id.partition);
+    const agent = w.worker.partitions.find((a) => a.id.partition === p.id.partition);
     if (agent && !w.crashed) {
       // Records are durable before they take effect, so memory and journal agree between steps.
       assert.deepEqual(
@@ -312,7 +312,7 @@ async function checkMarker(
   assert.equal(m.indexSize, BigInt(s.index.length));
   assert.equal(m.incarnation, p.incarnation);
   assert.equal(m.generation, 0n);
-  assert.equal(hex128(m.logChecksum), rec.meta!.checksum);
+  assert.equal(m.logChecksum, rec.meta!.checksum);
   if (withIndex) {
     assert.ok(bytesEqual(await readFile(paths.index), s.index), `kept index copy of ${s.start}`);
   }
@@ -507,7 +507,7 @@ class Compact extends Step {
     super();
   }
   async act(w: World) {
-    const agent = w.worker.agents.find((a) => a.id.partition === this.p % w.parts.length);
+    const agent = w.worker.partitions.find((a) => a.id.partition === this.p % w.parts.length);
     if (!agent || w.crashed) return;
     await agent.compact();
     const state = await durableState(w.config.agent.state_dir, agent.id);
@@ -554,12 +554,12 @@ class Pass extends Step {
     const frozen = new Promise<"frozen">((resolve) => (froze = () => resolve("frozen")));
     if (this.crash) w.store.arm(this.crash.after, this.crash.applied, froze);
     const pass = w.worker.pass();
-    const first = await Promise.race([pass, frozen]);
+    const first = await w.clock.runUntil(Promise.race([pass, frozen]));
     if (first === "frozen") {
       // The process died here: its journals take no more records, its requests never answer.
-      await Promise.all(w.worker.agents.map((a) => a.close()));
+      await Promise.all(w.worker.partitions.map((a) => a.close()));
       w.store.release();
-      await pass.catch(() => {});
+      await w.clock.runUntil(pass.catch(() => {}));
       await w.worker.close();
       newWorker(w);
       w.crashed = true;
@@ -670,7 +670,7 @@ async function settle(w: World): Promise<void> {
   let report;
   for (let i = 0; i < 8; i++) {
     const before = await snapshot(w);
-    report = await w.worker.pass();
+    report = await w.clock.runUntil(w.worker.pass());
     w.crashed = false;
     await checkInvariants(w, before, `settling pass ${i + 1}`);
     const moved = report.copied + report.adopted + report.cleaned + report.lost + report.evicted +
@@ -766,7 +766,7 @@ Deno.test("tier worker model: invariants hold under broker churn, consumers, fau
           config.tiered_storage.delete_batch_per_pass = s.deleteBatch;
           config.tiered_storage.delete_pending_per_partition = s.deletePending;
           const clock = new FakeClock();
-          const sim = new SimStore({ seed: s.simSeed, clock: { sleep: () => Promise.resolve() } });
+          const sim = new SimStore({ seed: s.simSeed, clock });
           const w: World = world = {
             config,
             format: s.format,
@@ -823,8 +823,15 @@ Deno.test("tier worker model: invariants hold under broker churn, consumers, fau
 
 /** A worker on the real clock, a second ahead so files written just now count as quiet. */
 function plainWorker(config: Config, store: ObjectStore): TierWorker {
-  const now = () => Date.now() + 1000;
-  return new TierWorker({ config, store, prefix: PREFIX, logger: silentLogger, now, rng: () => 0 });
+  const clock = aheadClock(1000);
+  return new TierWorker({
+    config,
+    store,
+    prefix: PREFIX,
+    logger: silentLogger,
+    clock,
+    rng: () => 0,
+  });
 }
 
 /** Runs one pass that dies at the first `op` request (`applied`: after it reached the store). */
@@ -841,7 +848,7 @@ async function passThatCrashes(
   store.arm(0, applied, froze, op);
   const pass = worker.pass();
   assert.equal(await Promise.race([pass, frozen]), "frozen");
-  await Promise.all(worker.agents.map((a) => a.close()));
+  await Promise.all(worker.partitions.map((a) => a.close()));
   store.release();
   await pass.catch(() => {});
   await worker.close();

@@ -1,22 +1,13 @@
-// tierd's own per-partition files beside the journal (DESIGN §4): `.remote` markers and the
-// kept copies of evicted segments' indexes, plus quarantine of markers that cannot be trusted.
+// The markers and kept index copies in a partition's state directory: reading and checking
+// every `.remote` marker at boot (untrusted ones are quarantined, never deleted), and keeping
+// a durable copy of a segment's `.index` before its broker files go.
 import { mkdir, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { forEachBounded } from "../../providers/_pool.ts";
-import { type PartitionId, partitionRelPath, segmentStem } from "../partition/layout.ts";
-import { fsyncDir, writeFileDurable } from "../state/durable.ts";
-import { type Marker, MarkerError, readMarker } from "../state/marker.ts";
-
-/** The state directory of one partition (journal, markers, index copies). */
-export function partitionStateDir(stateDir: string, id: PartitionId): string {
-  return join(stateDir, partitionRelPath(id));
-}
-
-/** Paths of a segment's marker and kept index copy. */
-export function markerPaths(dir: string, start: bigint): { marker: string; index: string } {
-  const stem = segmentStem(start);
-  return { marker: join(dir, `${stem}.remote`), index: join(dir, `${stem}.index`) };
-}
+import { type Clock, systemClock } from "../../providers/clock.ts";
+import { forEachBounded } from "../../providers/concurrency.ts";
+import { quarantineDir } from "../layout/state_paths.ts";
+import { fsyncDir, writeFileDurable } from "./durable.ts";
+import { type Marker, MarkerError, readMarker } from "./marker.ts";
 
 /** Copies the broker's `.index` into the state dir durably (temp, fsync, rename, dir fsync). */
 export async function keepIndexCopy(brokerIndex: string, dest: string): Promise<void> {
@@ -88,6 +79,7 @@ async function checkMarker(
 export async function scanMarkers(
   dir: string,
   incarnation: bigint,
+  clock: Clock = systemClock,
 ): Promise<{ markers: FoundMarker[]; quarantined: QuarantinedMarker[] }> {
   const markers: FoundMarker[] = [];
   const quarantined: QuarantinedMarker[] = [];
@@ -111,9 +103,9 @@ export async function scanMarkers(
       markers.push(c.found);
       continue;
     }
-    const qdir = join(dir, "quarantine");
+    const qdir = quarantineDir(dir);
     await mkdir(qdir, { recursive: true });
-    const movedTo = join(qdir, `${c.name}.${Date.now()}`);
+    const movedTo = join(qdir, `${c.name}.${clock.now()}`);
     await rename(c.path, movedTo);
     await fsyncDir(dir);
     quarantined.push({ path: c.path, movedTo, reason: c.reason! });

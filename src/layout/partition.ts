@@ -38,3 +38,8 @@ export function parseSegmentFileName(
 export function partitionLabel(id: PartitionId): string {
   return `${id.stream}/${id.topic}/${id.partition}`;
 }
+
+/** An incarnation id as it appears in object keys and on the status page: 16 lowercase hex digits. */
+export function incarnationHex(id: bigint): string {
+  return id.toString(16).padStart(16, "0");
+}

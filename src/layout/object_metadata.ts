@@ -1,25 +1,18 @@
-// User metadata on a remote `.log` object (DESIGN §3): enough to rebuild a segment's record
-// from a listing plus HEADs, and to verify a copy without downloading it.
+// User metadata on a remote `.log` object: the segment's facts plus its format, enough to
+// rebuild a segment's record from a listing plus HEADs and to verify a copy without a download.
 import type { FormatName } from "../format/types.ts";
 import { hex128 } from "../hash.ts";
 import type { UserMetadata } from "../../providers/types.ts";
 import { VERSION } from "../version.ts";
+import { sameFacts, type SegmentFacts } from "./segment_facts.ts";
 
-/** What tierd knows about a sealed segment's `.log`, as stored beside the object. */
-export interface SegmentMeta {
-  endOffset: bigint;
-  startTimestamp: bigint;
-  endTimestamp: bigint;
-  maxTimestamp: bigint;
-  size: number;
-  indexSize: number;
-  format: FormatName;
-  /** XXH3-128 of the whole `.log`. */
-  checksum: bigint;
+/** A segment's facts as its `.log` object carries them: with the partition's format. */
+export interface ObjectFacts extends SegmentFacts {
+  readonly format: FormatName;
 }
 
 /** Encodes segment facts as object user metadata. */
-export function toUserMetadata(m: SegmentMeta): UserMetadata {
+export function toUserMetadata(m: ObjectFacts): UserMetadata {
   return {
     "end-offset": m.endOffset.toString(),
     "start-timestamp": m.startTimestamp.toString(),
@@ -42,7 +35,7 @@ export class MetadataError extends Error {
 }
 
 /** Decodes object user metadata written by {@link toUserMetadata}. */
-export function fromUserMetadata(key: string, md: UserMetadata): SegmentMeta {
+export function fromUserMetadata(key: string, md: UserMetadata): ObjectFacts {
   const need = (name: string, re: RegExp): string => {
     const v = md[name];
     if (v === undefined) throw new MetadataError(key, `metadata "${name}" is missing`);
@@ -66,7 +59,6 @@ export function fromUserMetadata(key: string, md: UserMetadata): SegmentMeta {
 }
 
 /** True when a remote object's metadata describes exactly this local segment. */
-export function sameSegment(a: SegmentMeta, b: SegmentMeta): boolean {
-  return a.endOffset === b.endOffset && a.size === b.size && a.indexSize === b.indexSize &&
-    a.checksum === b.checksum && a.format === b.format;
+export function sameSegment(a: ObjectFacts, b: ObjectFacts): boolean {
+  return sameFacts(a, b) && a.format === b.format;
 }

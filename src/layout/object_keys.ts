@@ -1,7 +1,6 @@
 // Object keys of remote segments (DESIGN §3). Keys are deterministic, so a repeated or
 // concurrent upload of the same segment lands on the same key.
-import { incarnationHex } from "../partition/incarnation.ts";
-import { type PartitionId, segmentStem } from "../partition/layout.ts";
+import { incarnationHex, type PartitionId, segmentStem } from "./partition.ts";
 
 /** Everything that names a partition's remote directory. */
 export interface RemoteLocation extends PartitionId {

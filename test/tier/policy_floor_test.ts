@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { computeFloor, type FloorSegment } from "../../src/tier/floor.ts";
+import { computeFloor, type FloorSegment } from "../../src/tier/policy.ts";
 
 /** Contiguous chain of segments with random statuses. */
 const chain = fc.array(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { OpClassPacer } from "../../src/tier/pacer.ts";
+import { OpClassPacer } from "../../providers/pacer.ts";
 
 Deno.test("throttling slows only its operation class, and success speeds it back up", () => {
   const p = new OpClassPacer();

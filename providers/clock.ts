@@ -1,0 +1,85 @@
+// The one source of time in tierd: the wall clock, a monotonic clock for durations, and timers.
+// Everything that reads the time or waits takes a `Clock`; tests pass a fake one. This is the
+// only module allowed to touch `Date.now`, `setTimeout` and friends (scripts/check_clock.ts).
+import { clearTimeout, setTimeout } from "node:timers";
+
+/** The time source deadlines, sleeps, retries, the cache and the worker run on. */
+export interface Clock {
+  /** Milliseconds since the epoch (wall time: timestamps, ages, log lines). */
+  now(): number;
+  /** Milliseconds on a clock that never goes backwards (durations). */
+  monotonic(): number;
+  /**
+   * Calls `fn` after `ms` milliseconds and returns a function that cancels the call.
+   * `unref` timers do not keep the process alive.
+   */
+  setTimer(ms: number, fn: () => void, options?: { unref?: boolean }): () => void;
+}
+
+/** The real clock: `Date.now()`, `performance.now()` and Node-compatible timers (Deno and Bun). */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  setTimer(ms, fn, options) {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    if (options?.unref) timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+/**
+ * Waits `ms` milliseconds on `clock`, or rejects with the signal's reason once it aborts.
+ * @param ms how long to wait
+ * @param signal aborts the wait
+ * @param clock the time source
+ * @default clock systemClock
+ * @example
+ * await sleep(backoffMs, deadline.signal, clock);
+ */
+export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClock): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason);
+    };
+    const cancel = clock.setTimer(Math.max(0, ms), () => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    });
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Waits for `promise`, but rejects with `onTimeout()` after `ms` on `clock`, or with the
+ * signal's reason once it aborts. The promise itself goes on (nothing is cancelled), so work
+ * that completes later still lands where it was going (a cache fill, say).
+ * @returns the promise's value when it settles first
+ * @example
+ * const bytes = await withTimeout(fetching, 5_000, () => new FetchTimeout(key, 5_000));
+ */
+export function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  onTimeout: () => unknown,
+  options: { signal?: AbortSignal; clock?: Clock } = {},
+): Promise<T> {
+  const { signal, clock = systemClock } = options;
+  promise.catch(() => {}); // it may settle after nobody waits for it any more
+  return new Promise<T>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    let cancel = () => {};
+    const settle = (f: () => void) => {
+      cancel();
+      signal?.removeEventListener("abort", onAbort);
+      f();
+    };
+    const onAbort = () => settle(() => reject(signal?.reason));
+    if (Number.isFinite(ms)) {
+      cancel = clock.setTimer(Math.max(0, ms), () => settle(() => reject(onTimeout())));
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+    promise.then((v) => settle(() => resolve(v)), (e) => settle(() => reject(e)));
+  });
+}

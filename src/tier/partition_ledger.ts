@@ -1,0 +1,152 @@
+// A partition's durable state: its journal, the state folded from it, and the `.remote` markers
+// and kept index copies beside it. Every change is validated, journaled (fsynced) and only then
+// applied, so the in-memory state never runs ahead of what a restart would replay.
+import { unlink } from "node:fs/promises";
+import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
+import { type PartitionId, partitionLabel } from "../layout/partition.ts";
+import { markerOf } from "../layout/segment_facts.ts";
+import { journalPath, markerPaths, partitionStateDir } from "../layout/state_paths.ts";
+import type { JournalEvent } from "../state/events.ts";
+import { Journal, type TornTailInfo } from "../state/journal.ts";
+import { writeMarker } from "../state/marker.ts";
+import { keepIndexCopy } from "../state/marker_dir.ts";
+import {
+  applyEvent,
+  checkEvent,
+  fold,
+  type PartitionState,
+  type SegmentRecord,
+  snapshotEvents,
+} from "../state/segment_state.ts";
+
+/** Where a partition's objects live: the parts of a key that are not the partition's own. */
+export interface KeySpace {
+  /** Key prefix of the configured backend. */
+  prefix: string;
+  clusterId: string;
+}
+
+/** The journal, folded state and markers of one partition. */
+export class PartitionLedger {
+  readonly id: PartitionId;
+  readonly label: string;
+  /** The partition's state directory (journal, markers, index copies). */
+  readonly stateDir: string;
+  readonly #keySpace: KeySpace;
+  readonly #journal: Journal;
+  #state: PartitionState;
+
+  private constructor(
+    id: PartitionId,
+    stateDir: string,
+    keySpace: KeySpace,
+    journal: Journal,
+    state: PartitionState,
+  ) {
+    this.id = { stream: id.stream, topic: id.topic, partition: id.partition };
+    this.label = partitionLabel(id);
+    this.stateDir = stateDir;
+    this.#keySpace = keySpace;
+    this.#journal = journal;
+    this.#state = state;
+  }
+
+  /**
+   * Opens (replaying) the journal of partition `id` under `stateRoot`.
+   * @param options.onTornTail called when an incomplete last record was cut off
+   */
+  static async open(
+    stateRoot: string,
+    id: PartitionId,
+    keySpace: KeySpace,
+    options: { onTornTail?: (t: TornTailInfo) => void } = {},
+  ): Promise<PartitionLedger> {
+    const dir = partitionStateDir(stateRoot, id);
+    const { journal, events } = await Journal.open(journalPath(dir), options);
+    return new PartitionLedger(id, dir, keySpace, journal, fold(events));
+  }
+
+  /** The folded state (read-only; replaced, never mutated, by {@linkcode record}). */
+  get state(): PartitionState {
+    return this.#state;
+  }
+
+  /** Bytes of the journal file. */
+  get journalSize(): number {
+    return this.#journal.size;
+  }
+
+  /** Validates, journals (durably) and applies events, in that order. */
+  async record(...events: JournalEvent[]): Promise<void> {
+    let next = this.#state;
+    for (const e of events) {
+      checkEvent(next, e);
+      next = applyEvent(next, e);
+    }
+    await this.#journal.append(...events);
+    this.#state = next;
+  }
+
+  /** Where the objects of a generation (the current one by default) live. */
+  location(generation: bigint = this.#state.generation): RemoteLocation {
+    const incarnation = this.#state.incarnation;
+    if (incarnation === undefined) {
+      throw new Error(`partition ${this.label}: no incarnation recorded yet`);
+    }
+    return { ...this.id, ...this.#keySpace, incarnation, generation };
+  }
+
+  /** Object keys of segment `start` of a generation (the current one by default). */
+  keys(start: bigint, generation?: bigint): { log: string; index: string } {
+    return segmentKeys(this.location(generation), start);
+  }
+
+  /**
+   * Writes a finished segment's marker durably, after its kept index copy when the broker's
+   * `.index` is at hand (a vanished one is skipped: the marker is what matters).
+   */
+  async writeMarker(rec: SegmentRecord, brokerIndex?: string): Promise<void> {
+    const paths = markerPaths(this.stateDir, rec.start);
+    if (brokerIndex) {
+      try {
+        await keepIndexCopy(brokerIndex, paths.index);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+    }
+    if (!rec.meta) throw new Error(`segment ${rec.start} has no verified copy to mark`);
+    await writeMarker(
+      paths.marker,
+      markerOf(rec.start, rec.meta, {
+        incarnation: this.location().incarnation,
+        generation: rec.generation,
+      }),
+    );
+  }
+
+  /** Removes a segment's marker and kept index copy (its remote copy is gone). */
+  async removeMarker(start: bigint): Promise<void> {
+    const paths = markerPaths(this.stateDir, start);
+    await unlinkIfPresent(paths.marker);
+    await unlinkIfPresent(paths.index);
+  }
+
+  /** Rewrites the journal as a snapshot of the current state. */
+  async compact(at: number): Promise<void> {
+    await this.#journal.compact(snapshotEvents(this.#state, at));
+  }
+
+  /** Closes the journal. */
+  async close(): Promise<void> {
+    await this.#journal.close();
+  }
+}
+
+/** Unlinks a file; one that is already gone is not an error. */
+export async function unlinkIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}

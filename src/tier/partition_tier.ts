@@ -1,0 +1,241 @@
+// Tiers one partition: opens its ledger and reconciles it at boot, then runs passes — each the
+// same sequence of phases (purge check, losses, copy, dangling cleanup, floor, eviction, total
+// retention), each phase given its inputs and returning its outcome. One pass at a time.
+import type { TopicConfig } from "../config/schema.ts";
+import { detectFormat } from "../format/detect.ts";
+import type { FormatName } from "../format/types.ts";
+import type { PartitionId } from "../layout/partition.ts";
+import type { DiscoveredPartition } from "../partition/discover.ts";
+import type { SegmentFiles } from "../partition/segments.ts";
+import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
+import { type BootOutcome, reconcileAtBoot } from "./boot.ts";
+import type { Evictor } from "./evictor.ts";
+import { type KeySpace, PartitionLedger } from "./partition_ledger.ts";
+import { listLocal, type PhaseContext, type Problems } from "./phase.ts";
+import { cleanupPhase } from "./phases/cleanup.ts";
+import { type ChainGap, type CopyOutcome, copyPhase } from "./phases/copy.ts";
+import { evictPhase } from "./phases/evict.ts";
+import { advanceFloor, detectPurge, recordLosses } from "./phases/floor.ts";
+import { type DeleteBudget, retentionPhase } from "./phases/retention.ts";
+
+/** Compact the journal once it grows past this many bytes. */
+const COMPACT_BYTES = 1024 * 1024;
+
+/** What one pass over a partition did. */
+export interface PartitionPassReport extends Problems {
+  partition: string;
+  copied: number;
+  adopted: number;
+  failed: number;
+  cleaned: number;
+  lost: number;
+  evicted: number;
+  remoteDeleted: number;
+  /** Sealed segments still waiting for a copy after this pass. */
+  pending: number;
+  /** Local retention wants segments evicted that the floor does not cover yet. */
+  pressured: boolean;
+  floor: bigint;
+  /** Holes between consecutive local segments (reported, never hidden). */
+  gaps: ChainGap[];
+}
+
+/** Options of one pass. */
+export interface PassOptions {
+  /** How many partitions share the topic's `max_topic_size`. @default 1 */
+  partitionsInTopic?: number;
+  /** Remote deletions left in the worker's pass. @default delete_batch_per_pass */
+  deleteBudget?: DeleteBudget;
+}
+
+/** The tiering of one partition directory, across passes. */
+export class PartitionTier {
+  readonly ledger: PartitionLedger;
+  /** The broker's partition directory. */
+  readonly dir: string;
+  readonly boot: BootOutcome;
+  readonly #ctx: PhaseContext;
+  readonly #evictor: Evictor;
+  readonly #reportedGaps = new Set<string>();
+  #format?: FormatName;
+  #lastPass?: PartitionPassReport;
+
+  private constructor(
+    ctx: PhaseContext,
+    ledger: PartitionLedger,
+    part: DiscoveredPartition,
+    evictor: Evictor,
+    boot: BootOutcome,
+  ) {
+    this.#ctx = ctx;
+    this.ledger = ledger;
+    this.dir = part.dir;
+    this.#evictor = evictor;
+    this.boot = boot;
+  }
+
+  /**
+   * Opens (replaying) the partition's journal and reconciles it with its directory and markers.
+   * @param ctx the worker's services, with this partition's logger
+   */
+  static async open(
+    ctx: PhaseContext,
+    part: DiscoveredPartition,
+    keySpace: KeySpace,
+    evictor: Evictor,
+  ): Promise<PartitionTier> {
+    const ledger = await PartitionLedger.open(ctx.config.agent.state_dir, part, keySpace, {
+      onTornTail: (t) => {
+        ctx.observer.journalTornTail?.(t.path);
+        ctx.log.warn("journal torn tail truncated", {
+          path: t.path,
+          valid_bytes: t.validBytes,
+          dropped_bytes: t.droppedBytes,
+          reason: t.reason,
+        });
+      },
+    });
+    const boot = await reconcileAtBoot(ctx, ledger, part);
+    return new PartitionTier(ctx, ledger, part, evictor, boot);
+  }
+
+  get id(): PartitionId {
+    return this.ledger.id;
+  }
+
+  /** `"{s}/{t}/{p}"`. */
+  get label(): string {
+    return this.ledger.label;
+  }
+
+  /** The partition's folded state (read-only). */
+  get state(): PartitionState {
+    return this.ledger.state;
+  }
+
+  /** The report of the last finished pass. */
+  get lastPass(): PartitionPassReport | undefined {
+    return this.#lastPass;
+  }
+
+  /** The partition's detected (or configured) segment format, once known. */
+  get format(): FormatName | undefined {
+    return this.#format;
+  }
+
+  /**
+   * One full pass: copy sealed segments, clean dangling ones (and copy what they freed),
+   * evict under local retention, then apply total retention to remote copies.
+   */
+  async pass(topic: TopicConfig, options: PassOptions = {}): Promise<PartitionPassReport> {
+    const ctx = this.#ctx;
+    const ledger = this.ledger;
+    const segments = await listLocal(ctx, this.dir);
+    const format = await this.#formatOf(segments);
+    await detectPurge(ctx, ledger, segments);
+    const lost = await recordLosses(ctx, ledger, segments);
+    const copyInput = { segments, format, reportedGaps: this.#reportedGaps };
+    const copied = [await copyPhase(ctx, ledger, copyInput)];
+    const cleanup = await cleanupPhase(ctx, ledger, { segments, format });
+    if (cleanup.cleaned + cleanup.adopted > 0) copied.push(await copyPhase(ctx, ledger, copyInput));
+    await advanceFloor(ctx, ledger);
+    const evict = await evictPhase(ctx, ledger, {
+      dir: this.dir,
+      segments,
+      format,
+      topic,
+      evictor: this.#evictor,
+    });
+    const after = await listLocal(ctx, this.dir);
+    const retention = await retentionPhase(ctx, ledger, {
+      dir: this.dir,
+      segments: after,
+      topic,
+      partitionsInTopic: options.partitionsInTopic ?? 1,
+      budget: options.deleteBudget ??
+        { remaining: ctx.config.tiered_storage.delete_batch_per_pass },
+    });
+    const phases: Problems[] = [...copied, cleanup, evict, retention];
+    const report: PartitionPassReport = {
+      partition: this.label,
+      copied: sum(copied, (c) => c.copied),
+      adopted: sum(copied, (c) => c.adopted) + cleanup.adopted,
+      failed: sum(copied, (c) => c.failed),
+      cleaned: cleanup.cleaned,
+      lost,
+      evicted: evict.evicted,
+      remoteDeleted: retention.remoteDeleted,
+      pending: this.#pending(after),
+      pressured: evict.pressured,
+      floor: ledger.state.floor,
+      gaps: uniqueGaps(copied.flatMap((c) => c.gaps)),
+      errors: phases.flatMap((p) => p.errors),
+      storeUnreachable: phases.some((p) => p.storeUnreachable),
+    };
+    if (ledger.journalSize > COMPACT_BYTES) await this.compact();
+    this.#lastPass = report;
+    return report;
+  }
+
+  /** Sealed segments with no record yet, plus dangling ones: copies still to do. */
+  #pending(segments: readonly SegmentFiles[]): number {
+    const state = this.ledger.state;
+    return segments.filter((s) =>
+      s.sealed && getSegment(state, state.generation, s.start) === undefined
+    ).length + segmentsOf(state).filter((r) => r.state === "DANGLING").length;
+  }
+
+  async #formatOf(segments: readonly SegmentFiles[]): Promise<FormatName | undefined> {
+    const configured = this.#ctx.config.agent.format;
+    if (configured !== "auto") return (this.#format = configured);
+    if (this.#format) return this.#format;
+    for (const s of segments) {
+      if (s.logSize === 0) continue;
+      this.#format = await detectFormat(s.logPath, s.indexPath);
+      if (this.#format) return this.#format;
+    }
+    return undefined;
+  }
+
+  /** Rewrites the journal as a snapshot of the current state. */
+  compact(): Promise<void> {
+    return this.ledger.compact(this.#ctx.clock.now());
+  }
+
+  /** Closes the journal. */
+  close(): Promise<void> {
+    return this.ledger.close();
+  }
+}
+
+/** A report of a pass that has done nothing (yet). */
+export function emptyPassReport(partition: string, floor: bigint): PartitionPassReport {
+  return {
+    partition,
+    copied: 0,
+    adopted: 0,
+    failed: 0,
+    cleaned: 0,
+    lost: 0,
+    evicted: 0,
+    remoteDeleted: 0,
+    pending: 0,
+    pressured: false,
+    floor,
+    gaps: [],
+    errors: [],
+    storeUnreachable: false,
+  };
+}
+
+function sum(outcomes: readonly CopyOutcome[], f: (o: CopyOutcome) => number): number {
+  return outcomes.reduce((n, o) => n + f(o), 0);
+}
+
+function uniqueGaps(gaps: readonly ChainGap[]): ChainGap[] {
+  const seen = new Set<string>();
+  return gaps.filter((g) => {
+    const key = `${g.afterEnd}:${g.nextStart}`;
+    return !seen.has(key) && seen.add(key) !== undefined;
+  });
+}

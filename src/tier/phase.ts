@@ -1,0 +1,74 @@
+// What every phase of a partition's pass is given, and the shape of what it hands back: each
+// phase takes its inputs explicitly and returns its own outcome, so it can be tested alone.
+import type { Clock } from "../../providers/clock.ts";
+import type { PartBufferPool } from "../../providers/part_pool.ts";
+import type { RetryingStore } from "../../providers/retrying_store.ts";
+import { isRetryable, type ObjectStore } from "../../providers/types.ts";
+import type { Config } from "../config/schema.ts";
+import type { Logger } from "../log.ts";
+import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+import type { TierObserver } from "./observer.ts";
+
+/** The tier worker's store operation classes (throttling slows one class, not the other). */
+export type OpClass = "upload" | "housekeeping";
+
+/** What the phases of one partition share: the worker's services and the partition's logger. */
+export interface PhaseContext {
+  config: Config;
+  /** The store, with retries, pacing and deadlines under the worker's root. */
+  store: RetryingStore;
+  clock: Clock;
+  /** The partition's logger (lines carry `partition`). */
+  log: Logger;
+  observer: TierObserver;
+  /** Multipart part buffers shared by every partition. */
+  partPool?: PartBufferPool;
+}
+
+/** What went wrong in a phase, for the pass report. */
+export interface Problems {
+  errors: string[];
+  /** A failure was a store fault worth retrying (transport, throttling). */
+  storeUnreachable: boolean;
+}
+
+/** No problems (yet). */
+export function noProblems(): Problems {
+  return { errors: [], storeUnreachable: false };
+}
+
+/** Notes a failure: its message in `errors`, and whether the store could not be reached. */
+export function noteFailure(p: Problems, what: string, err: unknown): void {
+  p.errors.push(`${what}: ${(err as Error).message}`);
+  if (isRetryable(err)) p.storeUnreachable = true;
+}
+
+/** True once the worker was told to stop. */
+export function stopping(ctx: PhaseContext): boolean {
+  return ctx.store.root.expired();
+}
+
+/**
+ * Runs `work` with a view of the store bounded by `segment_upload_timeout` (one segment's
+ * worth of requests, retries included) and paced as `cls`; the deadline is released after.
+ */
+export async function withSegmentDeadline<T>(
+  ctx: PhaseContext,
+  cls: OpClass,
+  work: (store: ObjectStore, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const deadline = ctx.store.deadline(ctx.config.tiered_storage.segment_upload_timeout);
+  try {
+    return await work(ctx.store.within(deadline, cls), deadline.signal);
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/** The partition's local segments now, sealed or not, oldest first. */
+export function listLocal(ctx: PhaseContext, dir: string): Promise<SegmentFiles[]> {
+  return listSegments(dir, {
+    now: ctx.clock.now(),
+    quiescenceMs: ctx.config.agent.seal_quiescence,
+  });
+}

@@ -1,0 +1,209 @@
+// The copy phase: sealed segments go to the store oldest first, one at a time per partition.
+// Each copy is journaled before it starts and when it is verified; a failed one becomes
+// DANGLING and holds back the segments after it until its cleanup has run.
+import type { FormatName } from "../../format/types.ts";
+import type { SegmentFiles } from "../../partition/segments.ts";
+import { getSegment } from "../../state/segment_state.ts";
+import type { JournalEvent } from "../../state/events.ts";
+import type { ObjectFacts } from "../../layout/object_metadata.ts";
+import type { SegmentFacts } from "../../layout/segment_facts.ts";
+import { copySegment, type SegmentSource, segmentSource } from "../copy_segment.ts";
+import type { PartitionLedger } from "../partition_ledger.ts";
+import {
+  noProblems,
+  noteFailure,
+  type PhaseContext,
+  type Problems,
+  stopping,
+  withSegmentDeadline,
+} from "../phase.ts";
+import { isCleanedDangling } from "./floor.ts";
+
+/** A hole (or overlap) between two consecutive local segments. */
+export interface ChainGap {
+  afterEnd: bigint;
+  nextStart: bigint;
+}
+
+/** What the copy phase did. */
+export interface CopyOutcome extends Problems {
+  copied: number;
+  /** Copies found already complete in the store (a retry, or a second agent). */
+  adopted: number;
+  failed: number;
+  /** Holes between consecutive local segments met on the way (reported, never hidden). */
+  gaps: ChainGap[];
+}
+
+/** Inputs of the copy phase. */
+export interface CopyInput {
+  segments: readonly SegmentFiles[];
+  /** The partition's format; nothing is copied while it is unknown (no bytes yet). */
+  format: FormatName | undefined;
+  /** Gaps already logged once (by the partition), so each is logged only once. */
+  reportedGaps: Set<string>;
+}
+
+/** Copies the partition's sealed segments that have no copy yet, oldest first. */
+export async function copyPhase(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  input: CopyInput,
+): Promise<CopyOutcome> {
+  const out: CopyOutcome = { ...noProblems(), copied: 0, adopted: 0, failed: 0, gaps: [] };
+  const { format } = input;
+  if (!format) return out;
+  let prevEnd: bigint | undefined;
+  for (const seg of input.segments) {
+    if (prevEnd !== undefined) checkChain(ctx, prevEnd, seg.start, input.reportedGaps, out);
+    if (!seg.sealed || stopping(ctx)) return out;
+    const rec = getSegment(ledger.state, ledger.state.generation, seg.start);
+    prevEnd = rec?.meta?.endOffset;
+    if (rec && !isCleanedDangling(rec)) {
+      // Copied; or copied and since deleted remotely by total retention (still local until the
+      // broker's own retention drops it): either way later segments may go on.
+      if (rec.state === "COPY_SEGMENT_FINISHED" || rec.deleteCause === "retention") continue;
+      if (rec.state === "COPY_SEGMENT_STARTED") {
+        // Found mid-copy: the previous run crashed. Clean it up before a new copy.
+        await ledger.record({
+          type: "dangling",
+          segment: seg.start,
+          generation: rec.generation,
+          reason: "copy interrupted (found in COPY_SEGMENT_STARTED)",
+          at: ctx.clock.now(),
+        });
+      }
+      return out; // oldest first: later segments wait for this one
+    }
+    const copied = await copyOne(ctx, ledger, seg, format, out);
+    if (!copied) return out;
+    prevEnd = copied.endOffset;
+  }
+  return out;
+}
+
+/** Reports a hole or overlap between consecutive segments (logged once per partition). */
+function checkChain(
+  ctx: PhaseContext,
+  prevEnd: bigint,
+  nextStart: bigint,
+  reported: Set<string>,
+  out: CopyOutcome,
+): void {
+  if (nextStart === prevEnd + 1n) return;
+  out.gaps.push({ afterEnd: prevEnd, nextStart });
+  const key = `${prevEnd}:${nextStart}`;
+  if (reported.has(key)) return;
+  reported.add(key);
+  ctx.log.warn("gap in the broker's segment chain", {
+    previous_end_offset: prevEnd,
+    next_start_offset: nextStart,
+  });
+}
+
+/** Copies one segment; returns its facts, or undefined when it could not be copied. */
+async function copyOne(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  seg: SegmentFiles,
+  format: FormatName,
+  out: CopyOutcome,
+): Promise<ObjectFacts | undefined> {
+  let src: SegmentSource;
+  try {
+    src = await segmentSource(seg, format, ledger.keys(seg.start));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined; // broker removed it
+    // Unreadable (corrupt): nothing was sent, nothing to clean up. Loud, and retried next pass.
+    noteFailure(out, seg.logPath, err);
+    ctx.log.error("cannot read sealed segment; not copied", { segment: seg.start, err });
+    return undefined;
+  }
+  const generation = ledger.state.generation;
+  await ledger.record({
+    type: "copy_started",
+    segment: seg.start,
+    generation,
+    at: ctx.clock.now(),
+  });
+  const started = ctx.clock.monotonic();
+  const cfg = ctx.config.tiered_storage;
+  try {
+    const outcome = await withSegmentDeadline(
+      ctx,
+      "upload",
+      (store, signal) =>
+        copySegment(store, src, {
+          partSize: cfg.part_size,
+          concurrency: cfg.upload_concurrency,
+          pool: ctx.partPool,
+          signal,
+          onUploadId: (key, uploadId) =>
+            ledger.record({
+              type: "multipart_started",
+              segment: seg.start,
+              generation,
+              key,
+              uploadId,
+              at: ctx.clock.now(),
+            }),
+        }),
+    );
+    await ledger.record(finishedEvent(seg.start, generation, src.meta, ctx.clock.now()));
+    const seconds = (ctx.clock.monotonic() - started) / 1000;
+    if (outcome === "adopted") out.adopted++;
+    else out.copied++;
+    ctx.observer.upload?.(outcome === "adopted" ? "adopted" : "ok", seconds, src.meta.size);
+    // The stall gauge follows each copy as it ends: a pass under an outage can run for several
+    // upload deadlines, far too late for the pass's own summary.
+    ctx.observer.stalled?.(0);
+    ctx.log.info(outcome === "adopted" ? "segment already in store" : "segment copied", {
+      segment: seg.start,
+      end_offset: src.meta.endOffset,
+      bytes: src.meta.size,
+      key: src.keys.log,
+      seconds: Number(seconds.toFixed(3)),
+    });
+    return src.meta;
+  } catch (err) {
+    out.failed++;
+    noteFailure(out, src.keys.log, err);
+    if (out.storeUnreachable) ctx.observer.stalled?.(1);
+    ctx.observer.upload?.("failed", (ctx.clock.monotonic() - started) / 1000, 0);
+    await ledger.record({
+      type: "dangling",
+      segment: seg.start,
+      generation,
+      reason: String((err as Error).message).slice(0, 500),
+      at: ctx.clock.now(),
+    });
+    ctx.log.warn("segment copy failed; dangling until cleaned up", {
+      segment: seg.start,
+      key: src.keys.log,
+      err,
+    });
+    return undefined;
+  }
+}
+
+/** The journal event of a verified copy. */
+export function finishedEvent(
+  segment: bigint,
+  generation: bigint,
+  facts: SegmentFacts,
+  at: number,
+): JournalEvent {
+  return {
+    type: "copy_finished",
+    segment,
+    generation,
+    endOffset: facts.endOffset,
+    size: facts.size,
+    indexSize: facts.indexSize,
+    startTimestamp: facts.startTimestamp,
+    endTimestamp: facts.endTimestamp,
+    maxTimestamp: facts.maxTimestamp,
+    checksum: facts.checksum,
+    at,
+  };
+}

@@ -1,0 +1,230 @@
+// The eviction phase: while a topic's local retention is exceeded, a prefix of sealed segments
+// under the floor leaves the broker's directory — each one re-verified in the store and hashed
+// locally first, its kept index copy and marker written durably, then removed through the
+// evictor port, and recorded only once the directory shows it gone.
+import { join } from "node:path";
+import type { TopicConfig } from "../../config/schema.ts";
+import type { FormatName } from "../../format/types.ts";
+import { hex128 } from "../../hash.ts";
+import { segmentStem } from "../../layout/partition.ts";
+import type { SegmentFiles } from "../../partition/segments.ts";
+import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
+import { SegmentChangedError, verifyCopy } from "../copy_segment.ts";
+import type { Evictor } from "../evictor.ts";
+import { hashFile } from "../file_hash.ts";
+import { type PartitionLedger, unlinkIfPresent } from "../partition_ledger.ts";
+import {
+  listLocal,
+  noProblems,
+  noteFailure,
+  type PhaseContext,
+  type Problems,
+  stopping,
+  withSegmentDeadline,
+} from "../phase.ts";
+import { chooseEvictions, type EvictionCandidate } from "../policy.ts";
+
+/** What the eviction phase did. */
+export interface EvictOutcome extends Problems {
+  evicted: number;
+  /** Local retention wants segments evicted that the floor does not cover yet. */
+  pressured: boolean;
+}
+
+/** Inputs of the eviction phase. */
+export interface EvictInput {
+  /** The broker directory of the partition. */
+  dir: string;
+  segments: readonly SegmentFiles[];
+  format: FormatName | undefined;
+  topic: TopicConfig;
+  evictor: Evictor;
+}
+
+/** Evicts what local retention asks for and the floor allows (at most 16 segments). */
+export async function evictPhase(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  input: EvictInput,
+): Promise<EvictOutcome> {
+  const out: EvictOutcome = { ...noProblems(), evicted: 0, pressured: false };
+  out.evicted += await finishHalfDone(ctx, ledger, input);
+  const candidates = evictionCandidates(ctx, ledger, input.segments, out);
+  const retention = {
+    ageMs: input.topic.local_retention_age,
+    sizeBytes: input.topic.local_retention_size,
+  };
+  const now = ctx.clock.now();
+  const chosen = chooseEvictions(candidates, ledger.state.floor, retention, now);
+  // Under pressure: local retention wants more evicted than the floor allows yet.
+  const wanted = chooseEvictions(
+    candidates.map((c) => ({ ...c, copied: true })),
+    1n << 64n,
+    retention,
+    now,
+  );
+  out.pressured = wanted.length > chosen.length;
+  if (chosen.length === 0 || stopping(ctx)) return out;
+  if (!input.format) {
+    out.errors.push(`partition ${ledger.label}: format unknown; nothing evicted`);
+    return out;
+  }
+
+  const ready = await verifyChosen(ctx, ledger, input, chosen, input.format, out);
+  if (ready.length === 0) return out;
+  try {
+    await input.evictor.remove(ledger.id, input.dir, ready);
+  } catch (err) {
+    noteFailure(out, input.evictor.action, err);
+    ctx.log.warn(input.evictor.refused, { err });
+    return out;
+  }
+  // Record only what is actually gone (the broker may keep some for its consumers).
+  const after = new Set((await listLocal(ctx, input.dir)).map((s) => s.start));
+  let evicted = 0;
+  for (const seg of ready) {
+    if (after.has(seg.start)) continue;
+    await unlinkIfPresent(seg.indexPath); // a broker that dropped the .log may leave this
+    await ledger.record({
+      type: "evicted",
+      segment: seg.start,
+      generation: ledger.state.generation,
+      at: ctx.clock.now(),
+    });
+    evicted++;
+  }
+  out.evicted += evicted;
+  if (out.evicted > 0) {
+    ctx.observer.evicted?.(out.evicted);
+    ctx.log.info("segments evicted locally", {
+      count: out.evicted,
+      via: input.evictor.via,
+      up_to_offset: ledger.state.floor,
+    });
+  }
+  return out;
+}
+
+/** Finishes evictions a crash or the broker left half done: files gone, not yet recorded. */
+async function finishHalfDone(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  input: EvictInput,
+): Promise<number> {
+  const present = new Set(input.segments.map((s) => s.start));
+  let count = 0;
+  for (const r of segmentsOf(ledger.state)) {
+    if (r.state !== "COPY_SEGMENT_FINISHED" || r.evicted || present.has(r.start)) continue;
+    await ledger.writeMarker(r);
+    // A crash between unlinking the .log and the .index leaves the .index behind.
+    await unlinkIfPresent(join(input.dir, `${segmentStem(r.start)}.index`));
+    await ledger.record({
+      type: "evicted",
+      segment: r.start,
+      generation: ledger.state.generation,
+      at: ctx.clock.now(),
+    });
+    count++;
+  }
+  return count;
+}
+
+/** The local segments as eviction sees them; a copied one that changed size is refused loudly. */
+function evictionCandidates(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly SegmentFiles[],
+  out: EvictOutcome,
+): EvictionCandidate[] {
+  return segments.map((s) => {
+    const r = getSegment(ledger.state, ledger.state.generation, s.start);
+    const copied = r?.state === "COPY_SEGMENT_FINISHED";
+    if (copied && r.meta && r.meta.size !== s.logSize) {
+      // A sealed segment never changes; one that did (truncated behind our back) is not the
+      // segment in the store, so it is never evicted, and said so on every pass.
+      out.errors.push(
+        `${s.logPath}: ${s.logSize} bytes, but its verified copy has ${r.meta.size}: ` +
+          "changed after it was copied; not evicted",
+      );
+      ctx.log.error("local segment changed after its copy was verified; not evicting it", {
+        segment: s.start,
+        path: s.logPath,
+        local_bytes: s.logSize,
+        copied_bytes: r.meta.size,
+      });
+    }
+    return {
+      start: s.start,
+      endOffset: r?.meta?.endOffset ?? s.start - 1n,
+      size: s.logSize,
+      maxTimestamp: r?.meta?.maxTimestamp ?? 0n,
+      copied: copied && r.meta?.size === s.logSize,
+      sealed: s.sealed,
+    };
+  });
+}
+
+/**
+ * Re-verifies each chosen copy right before its local files go, and writes its marker. Stops at
+ * the first that fails, so the evicted set stays a prefix of the chain.
+ */
+async function verifyChosen(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  input: EvictInput,
+  chosen: readonly EvictionCandidate[],
+  format: FormatName,
+  out: EvictOutcome,
+): Promise<SegmentFiles[]> {
+  const ready: SegmentFiles[] = [];
+  for (const c of chosen) {
+    const seg = input.segments.find((s) => s.start === c.start)!;
+    const rec = getSegment(ledger.state, ledger.state.generation, c.start)!;
+    try {
+      await verifyOne(ctx, ledger, seg, rec, format);
+      ready.push(seg);
+    } catch (err) {
+      noteFailure(out, `eviction of segment ${c.start}`, err);
+      if (err instanceof SegmentChangedError) {
+        ctx.log.error("local segment changed after its copy was verified; not evicting it", {
+          segment: c.start,
+          path: seg.logPath,
+          err,
+        });
+      } else {
+        ctx.log.warn("not evicting: the remote copy could not be verified", {
+          segment: c.start,
+          err,
+        });
+      }
+      break;
+    }
+  }
+  return ready;
+}
+
+async function verifyOne(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  seg: SegmentFiles,
+  rec: SegmentRecord,
+  format: FormatName,
+): Promise<void> {
+  const meta = rec.meta!;
+  // The local file must be the segment that was copied: a purge that regrew past the floor
+  // while the agent was down leaves other bytes under the same name and size.
+  if (await hashFile(seg.logPath) !== meta.checksum) {
+    throw new SegmentChangedError(
+      seg.logPath,
+      `contents differ from the verified copy (xxh3-128 ${hex128(meta.checksum)}); not evicted`,
+    );
+  }
+  await withSegmentDeadline(ctx, "housekeeping", (store) =>
+    verifyCopy(store, {
+      logPath: seg.logPath,
+      indexPath: seg.indexPath,
+      keys: ledger.keys(seg.start),
+      meta: { ...meta, format },
+    }));
+  await ledger.writeMarker(rec, seg.indexPath);
+}

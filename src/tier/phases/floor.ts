@@ -1,0 +1,102 @@
+// The floor phase: `tiered_up_to_offset` only moves forward, over segments safely in the store
+// and over gaps the broker's retention left before a copy (recorded as `lost_before_upload`,
+// never hidden); a purge, which restarts offsets below the floor, starts a new generation.
+import type { SegmentFiles } from "../../partition/segments.ts";
+import { type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
+import type { PartitionLedger } from "../partition_ledger.ts";
+import type { PhaseContext } from "../phase.ts";
+import { computeFloor } from "../policy.ts";
+
+/** A cleaned-up failed copy: its record no longer holds anything back. */
+export function isCleanedDangling(r: SegmentRecord): boolean {
+  return r.state === "DELETE_SEGMENT_FINISHED" && r.deleteCause === "dangling";
+}
+
+/**
+ * Advances the floor over the longest contiguous prefix of copied (or lost) segments.
+ * @returns the floor after the phase
+ */
+export async function advanceFloor(ctx: PhaseContext, ledger: PartitionLedger): Promise<bigint> {
+  const state = ledger.state;
+  const floor = computeFloor(
+    segmentsOf(state).map((r) => ({
+      start: r.start,
+      endOffset: r.meta?.endOffset ?? r.lostEndOffset,
+      copied: r.meta !== undefined &&
+        (r.state === "COPY_SEGMENT_FINISHED" || r.deleteCause === "retention"),
+      lost: r.state === "LOST_BEFORE_UPLOAD",
+    })),
+    state.floor,
+  );
+  if (floor > state.floor) {
+    await ledger.record({
+      type: "floor",
+      generation: state.generation,
+      tieredUpTo: floor,
+      at: ctx.clock.now(),
+    });
+    ctx.log.debug("floor advanced", { tiered_up_to_offset: floor });
+  }
+  return ledger.state.floor;
+}
+
+/**
+ * Offsets below the first local segment that no journal record covers were deleted by the
+ * broker before tierd copied them: records the gap so the floor can pass it, visibly.
+ * @returns how many gaps were recorded (0 or 1)
+ */
+export async function recordLosses(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly SegmentFiles[],
+): Promise<number> {
+  if (segments.length === 0) return 0;
+  await advanceFloor(ctx, ledger);
+  const state = ledger.state;
+  const firstLocal = segments[0].start;
+  const next = state.floor + 1n;
+  if (next >= firstLocal) return 0;
+  // The gap ends at the first record that still means something (a copy, or a dangling one
+  // that needs its own cleanup first), or at the first local segment.
+  const blocker = segmentsOf(state).find((r) =>
+    r.start >= next && r.start < firstLocal && !isCleanedDangling(r)
+  );
+  const lostTo = (blocker?.start ?? firstLocal) - 1n;
+  if (lostTo < next) return 0;
+  await ledger.record({
+    type: "lost_before_upload",
+    segment: next,
+    generation: state.generation,
+    endOffset: lostTo,
+    at: ctx.clock.now(),
+  });
+  ctx.observer.lostBeforeUpload?.(1);
+  ctx.log.warn("offsets deleted by the broker before they were copied", {
+    lost_from: next,
+    lost_to: lostTo,
+  });
+  return 1;
+}
+
+/**
+ * A purge restarts a partition's offsets below the floor: the active segment then starts at
+ * or below `tiered_up_to_offset`, which never happens otherwise. Bumps the generation.
+ * @returns the new generation, when there was a purge
+ */
+export async function detectPurge(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly SegmentFiles[],
+): Promise<bigint | undefined> {
+  const active = segments.at(-1);
+  const { floor } = ledger.state;
+  if (!active || floor < 0n || active.start > floor) return undefined;
+  const generation = ledger.state.generation + 1n;
+  ctx.log.warn("partition was purged (offsets restarted below the floor): new generation", {
+    floor,
+    active_start: active.start,
+    generation,
+  });
+  await ledger.record({ type: "generation", generation, at: ctx.clock.now() });
+  return generation;
+}

@@ -1,0 +1,144 @@
+// The total-retention phase: remote copies past `message_expiry`, or beyond the partition's
+// share of `max_topic_size`, are deleted oldest first — bounded per pass and per partition, and
+// never at or after the lowest stored consumer offset. A deletion already journaled finishes
+// even when retention has since been turned off; nothing is deleted while the barrier is unknown.
+import type { TopicConfig } from "../../config/schema.ts";
+import { deletableUnder, readConsumerBarrier } from "../../partition/consumer_offsets.ts";
+import type { SegmentFiles } from "../../partition/segments.ts";
+import { getSegment, segmentsOf } from "../../state/segment_state.ts";
+import type { PartitionLedger } from "../partition_ledger.ts";
+import {
+  noProblems,
+  noteFailure,
+  type PhaseContext,
+  type Problems,
+  stopping,
+  withSegmentDeadline,
+} from "../phase.ts";
+import { chooseRetentionDeletes } from "../policy.ts";
+
+/** Deletions left in this pass, shared by every partition (`delete_batch_per_pass`). */
+export interface DeleteBudget {
+  remaining: number;
+}
+
+/** What the retention phase did. */
+export interface RetentionOutcome extends Problems {
+  remoteDeleted: number;
+}
+
+/** Inputs of the retention phase. */
+export interface RetentionInput {
+  /** The broker directory of the partition (its consumer offsets live there). */
+  dir: string;
+  /** Local segments as they are after eviction. */
+  segments: readonly SegmentFiles[];
+  topic: TopicConfig;
+  /** How many partitions share the topic's `max_topic_size`. */
+  partitionsInTopic: number;
+  budget: DeleteBudget;
+}
+
+/** Applies total retention to the partition's remote copies. */
+export async function retentionPhase(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  input: RetentionInput,
+): Promise<RetentionOutcome> {
+  const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0 };
+  const { topic, budget } = input;
+  const records = segmentsOf(ledger.state);
+  const started = records.filter((r) =>
+    r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "retention"
+  );
+  const unlimited = !Number.isFinite(topic.message_expiry) &&
+    !Number.isFinite(topic.max_topic_size);
+  if (unlimited && started.length === 0) return out;
+  const barrier = await readConsumerBarrier(input.dir);
+  if (barrier.bad.length > 0) {
+    // Nothing is deleted, not even a deletion already started: the barrier is unknown.
+    ctx.log.warn("unreadable consumer offset file: remote deletion paused", {
+      files: barrier.bad,
+    });
+    return out;
+  }
+  const cfg = ctx.config.tiered_storage;
+  const generation = ledger.state.generation;
+  // Resume deletions a crash or a store failure interrupted (unless a consumer has since moved
+  // back onto them), then choose new ones.
+  const resume = started.filter((r) => deletableUnder(barrier, r.meta!.endOffset));
+  const remote = records.filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta);
+  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta!.size : 0), 0) +
+    input.segments.reduce((n, s) => n + s.logSize, 0);
+  const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
+  const limit = Math.max(
+    0,
+    Math.min(budget.remaining, cfg.delete_pending_per_partition - started.length),
+  );
+  const chosen = chooseRetentionDeletes(
+    remote.map((r) => ({
+      start: r.start,
+      endOffset: r.meta!.endOffset,
+      size: r.meta!.size,
+      maxTimestamp: r.meta!.maxTimestamp,
+      evicted: r.evicted,
+    })),
+    totalBytes,
+    { expiryMs: topic.message_expiry, maxBytes: share },
+    ctx.clock.now(),
+    (end) => deletableUnder(barrier, end),
+    limit,
+  );
+  const toDelete = [...resume, ...chosen.map((c) => ({ start: c.start, generation }))];
+  for (const r of toDelete) {
+    if (budget.remaining <= 0 || stopping(ctx)) break;
+    try {
+      await deleteOne(ctx, ledger, r.start, r.generation);
+      budget.remaining -= 2;
+      out.remoteDeleted++;
+    } catch (err) {
+      noteFailure(out, `retention delete of segment ${r.start}`, err);
+      ctx.log.warn("remote retention delete failed; retried next pass", {
+        segment: r.start,
+        err,
+      });
+      break;
+    }
+  }
+  if (out.remoteDeleted > 0) {
+    ctx.observer.remoteDeleted?.(out.remoteDeleted);
+    ctx.log.info("remote segments deleted by total retention", { count: out.remoteDeleted });
+  }
+  return out;
+}
+
+async function deleteOne(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  start: bigint,
+  generation: bigint,
+): Promise<void> {
+  const keys = ledger.keys(start, generation);
+  await withSegmentDeadline(ctx, "housekeeping", async (store) => {
+    // Journaled only when its turn comes: a segment the budget leaves for a later pass is
+    // chosen again then, under the barrier of that pass.
+    if (getSegment(ledger.state, generation, start)?.state !== "DELETE_SEGMENT_STARTED") {
+      await ledger.record({
+        type: "delete_started",
+        segment: start,
+        generation,
+        cause: "retention",
+        at: ctx.clock.now(),
+      });
+    }
+    const failures = await store.deleteMany([keys.log, keys.index]);
+    if (failures.length > 0) throw failures[0].error;
+  });
+  await ledger.record({
+    type: "delete_finished",
+    segment: start,
+    generation,
+    at: ctx.clock.now(),
+  });
+  await ledger.removeMarker(start);
+}

@@ -1,0 +1,261 @@
+// The tier worker: one pass over every tiered partition — discover, then per partition the
+// phases of `PartitionTier.pass`. Partitions under local-storage pressure go first; the number
+// running at once scales with the backlog, between 1 and `upload_concurrency`. Store calls of
+// every partition share one retry policy under one root deadline, which `stop` cancels.
+import { type Clock, systemClock } from "../../providers/clock.ts";
+import type { OpClassPacer } from "../../providers/pacer.ts";
+import { PartBufferPool } from "../../providers/part_pool.ts";
+import { Deadline } from "../../providers/retry.ts";
+import { RetryingStore } from "../../providers/retrying_store.ts";
+import type { ObjectStore } from "../../providers/types.ts";
+import { type Config, resolveEvictVia } from "../config/schema.ts";
+import { tieredTopic } from "../config/topics.ts";
+import { type PartitionId, partitionLabel } from "../layout/partition.ts";
+import type { Logger } from "../log.ts";
+import { discoverPartitions } from "../partition/discover.ts";
+import type { PartitionState } from "../state/segment_state.ts";
+import { BrokerClient } from "./broker_client.ts";
+import { BrokerEvictor, type Evictor, UnlinkEvictor } from "./evictor.ts";
+import type { TierObserver } from "./observer.ts";
+import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
+import type { PhaseContext } from "./phase.ts";
+import type { DeleteBudget } from "./phases/retention.ts";
+
+/** What a whole pass did, summed over partitions. */
+export interface PassReport {
+  partitions: PartitionPassReport[];
+  copied: number;
+  adopted: number;
+  failed: number;
+  cleaned: number;
+  lost: number;
+  evicted: number;
+  remoteDeleted: number;
+  pending: number;
+  errors: string[];
+  /** Store faults kept work from finishing (uploads are stalled). */
+  storeUnreachable: boolean;
+}
+
+/** Everything the tier worker needs from the outside. */
+export interface TierEnv {
+  config: Config;
+  /** The store as configured (metrics may wrap it); the worker adds retries. */
+  store: ObjectStore;
+  /** Key prefix of the configured backend. */
+  prefix: string;
+  logger: Logger;
+  /** @default systemClock */
+  clock?: Clock;
+  /** Cancel it to stop: in-flight store calls are aborted, no new work starts. @default never */
+  root?: Deadline;
+  observer?: TierObserver;
+  /** Used when `evict_via` resolves to `broker`. @default a client of `[agent.broker]` */
+  broker?: BrokerClient;
+  /** Retry randomness (tests pass a seeded one). @default Math.random */
+  rng?: () => number;
+  /** Multipart part buffers shared by all partitions. @default part_size × (concurrency + 1) */
+  partPool?: PartBufferPool;
+  /** Spaces out an operation class after the store throttled it (shared by all partitions). */
+  pacer?: OpClassPacer;
+}
+
+/** Keeps one {@link PartitionTier} per partition directory across passes. */
+export class TierWorker {
+  readonly #config: Config;
+  readonly #logger: Logger;
+  readonly #shared: Omit<PhaseContext, "log">;
+  readonly #prefix: string;
+  readonly #evictor: Evictor;
+  readonly #partitions = new Map<string, PartitionTier>();
+  #running?: Promise<PassReport>;
+
+  constructor(env: TierEnv) {
+    const ts = env.config.tiered_storage;
+    const clock = env.clock ?? env.root?.clock ?? systemClock;
+    const observer = env.observer ?? {};
+    const logger = env.logger;
+    this.#config = env.config;
+    this.#logger = logger;
+    this.#prefix = env.prefix;
+    const store = new RetryingStore(env.store, {
+      root: env.root ?? Deadline.after(Infinity, undefined, { clock }),
+      clock,
+      rng: env.rng,
+      maxBackoffMs: ts.upload_loop_backoff_max,
+      pacer: env.pacer,
+      onRetry: ({ op, key, attempt, delayMs, err }) => {
+        // Two store faults in a row: the store is not answering; say so now, not when the
+        // deadline runs out (a successful copy sets the gauge back to 0).
+        if (attempt >= 2) observer.stalled?.(1);
+        logger.debug("store operation retried", { op, key, attempt, delay_ms: delayMs, err });
+      },
+    });
+    this.#shared = {
+      config: env.config,
+      store,
+      clock,
+      observer,
+      // One pool of part buffers for the whole worker: memory stays near
+      // part_size × (upload_concurrency + 1) however many partitions upload at once.
+      partPool: env.partPool ?? new PartBufferPool(ts.part_size, ts.upload_concurrency + 1),
+    };
+    const broker = env.broker ??
+      (resolveEvictVia(env.config) === "broker"
+        ? new BrokerClient(env.config.agent.broker)
+        : undefined);
+    this.#evictor = broker ? new BrokerEvictor(broker) : new UnlinkEvictor();
+  }
+
+  /** The partitions found by the last pass. */
+  get partitions(): PartitionTier[] {
+    return [...this.#partitions.values()];
+  }
+
+  /** The live state of a partition this worker tiers (for the read path). */
+  state(id: PartitionId): Promise<PartitionState | undefined> {
+    const p = this.partitions.find((a) =>
+      a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
+    );
+    return Promise.resolve(p?.state);
+  }
+
+  /** Rewrites every partition's journal as a snapshot (between passes). */
+  async compact(): Promise<{ partitions: number }> {
+    await this.#running?.catch(() => {});
+    for (const p of this.#partitions.values()) await p.compact();
+    return { partitions: this.#partitions.size };
+  }
+
+  /**
+   * Finds and opens every tiered partition (journal replay and boot reconciliation) without
+   * running a pass; the first pass does it too.
+   * @returns how many partitions are open
+   */
+  async open(): Promise<number> {
+    await this.#running?.catch(() => {});
+    return (await this.#discover()).length;
+  }
+
+  /** Runs one pass; a call while a pass runs joins that pass. */
+  pass(): Promise<PassReport> {
+    this.#running ??= this.#pass().finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  #stopped(): boolean {
+    return this.#shared.store.root.expired();
+  }
+
+  async #pass(): Promise<PassReport> {
+    const partitions = await this.#discover();
+    // Pressured partitions first, then those with the most waiting work.
+    partitions.sort((a, b) =>
+      Number(b.lastPass?.pressured ?? false) - Number(a.lastPass?.pressured ?? false) ||
+      (b.lastPass?.pending ?? 1) - (a.lastPass?.pending ?? 1)
+    );
+    const perTopic = new Map<string, number>();
+    for (const p of partitions) {
+      const k = topicKey(p.id);
+      perTopic.set(k, (perTopic.get(k) ?? 0) + 1);
+    }
+    const ts = this.#config.tiered_storage;
+    const budget: DeleteBudget = { remaining: ts.delete_batch_per_pass };
+    const backlog = partitions.filter((p) => (p.lastPass?.pending ?? 1) > 0).length;
+    const width = Math.max(1, Math.min(ts.upload_concurrency, backlog));
+    const reports: PartitionPassReport[] = [];
+    let next = 0;
+    const lane = async () => {
+      while (next < partitions.length && !this.#stopped()) {
+        const p = partitions[next++];
+        const topic = tieredTopic(this.#config, p.id)!;
+        try {
+          reports.push(
+            await p.pass(topic, {
+              partitionsInTopic: perTopic.get(topicKey(p.id)),
+              deleteBudget: budget,
+            }),
+          );
+        } catch (err) {
+          // A partition that disappeared mid-pass (or a local I/O failure) stops only itself.
+          this.#logger.error("partition pass failed", { partition: p.label, err });
+          reports.push({
+            ...emptyPassReport(p.label, p.state.floor),
+            errors: [`partition ${p.label}: ${(err as Error).message}`],
+          });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(width, partitions.length) }, lane));
+    reports.sort((a, b) => a.partition.localeCompare(b.partition));
+    const report = summarize(reports);
+    this.#shared.observer.stalled?.(report.storeUnreachable && report.pending > 0 ? 1 : 0);
+    return report;
+  }
+
+  /** Finds the tiered partitions, opening new (or recreated) ones and closing vanished ones. */
+  async #discover(): Promise<PartitionTier[]> {
+    const config = this.#config;
+    const found = await discoverPartitions(
+      config.agent.data_dir,
+      (id) => tieredTopic(config, id) !== undefined,
+    );
+    const seen = new Set<string>();
+    const out: PartitionTier[] = [];
+    for (const part of found) {
+      seen.add(part.dir);
+      let p = this.#partitions.get(part.dir);
+      if (p && (p.state.device !== part.device || p.state.inode !== part.inode)) {
+        await p.close(); // the directory was recreated: reopen to start a new incarnation
+        p = undefined;
+      }
+      if (!p) {
+        const log = this.#logger.child({ partition: partitionLabel(part) });
+        p = await PartitionTier.open(
+          { ...this.#shared, log },
+          part,
+          { prefix: this.#prefix, clusterId: config.agent.cluster_id },
+          this.#evictor,
+        );
+        this.#partitions.set(part.dir, p);
+      }
+      out.push(p);
+    }
+    for (const [dir, p] of this.#partitions) {
+      if (!seen.has(dir)) {
+        this.#logger.info("partition directory gone; its work stops", { partition: p.label });
+        await p.close();
+        this.#partitions.delete(dir);
+      }
+    }
+    return out;
+  }
+
+  /** Waits for a running pass, then closes every partition's journal. */
+  async close(): Promise<void> {
+    await this.#running?.catch(() => {});
+    for (const p of this.#partitions.values()) await p.close();
+    this.#partitions.clear();
+  }
+}
+
+function topicKey(id: PartitionId): string {
+  return `${id.stream}/${id.topic}`;
+}
+
+function summarize(reports: PartitionPassReport[]): PassReport {
+  const sum = (f: (r: PartitionPassReport) => number) => reports.reduce((n, r) => n + f(r), 0);
+  return {
+    partitions: reports,
+    copied: sum((r) => r.copied),
+    adopted: sum((r) => r.adopted),
+    failed: sum((r) => r.failed),
+    cleaned: sum((r) => r.cleaned),
+    lost: sum((r) => r.lost),
+    evicted: sum((r) => r.evicted),
+    remoteDeleted: sum((r) => r.remoteDeleted),
+    pending: sum((r) => r.pending),
+    errors: reports.flatMap((r) => r.errors),
+    storeUnreachable: reports.some((r) => r.storeUnreachable),
+  };
+}
