@@ -15,9 +15,8 @@ import { createTierdMetrics, instrumentStore } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { OpClassPacer } from "../tier/pacer.ts";
 import { TierWorker } from "../tier/tier_pass.ts";
-import { UsageError } from "./args.ts";
+import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
 const MIN_IDLE_MS = 100;
 
