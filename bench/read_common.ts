@@ -4,7 +4,7 @@
 // `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
 // the HTTP API exactly as a consumer would.
 import { join } from "node:path";
-import { codecFor } from "../src/format/codec.ts";
+import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
 import { tierdBinary } from "./_proc.ts";
 import { ensureSegments, type SegmentSet, type SegmentSetSpec, WORK_DIR } from "./_segments.ts";

@@ -6,7 +6,7 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { readAt } from "../src/format/_file.ts";
-import { codecFor } from "../src/format/codec.ts";
+import { codecFor } from "../src/format/codecs.ts";
 import { ChunkCache, chunkCacheOptions } from "../src/cache/mod.ts";
 import { loadConfig } from "../src/config/load.ts";
 import { initHashes, xxh3_64 } from "../src/hash.ts";

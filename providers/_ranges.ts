@@ -1,7 +1,7 @@
 // Byte ranges the same way in every store: what a range may be, the error for one that starts at
 // or past the end, and for the HTTP stores the `Range` value they send and the reading of the
 // answer (a 206 with its Content-Range, or a 200 carrying the whole object).
-import type { HttpResponse } from "./http.ts";
+import { type HttpResponse, totalFromContentRange } from "./http.ts";
 import { type GetOptions, StoreError } from "./types.ts";
 
 /** A ranged get's `[start, start + length)`. */
@@ -70,12 +70,6 @@ export function resolveRange(
 /** The `Range` value for [start, start + length); a zero length asks for one byte. */
 export function rangeHeader(range: ByteRange): string {
   return `bytes=${range.start}-${range.start + Math.max(range.length, 1) - 1}`;
-}
-
-/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
-export function totalFromContentRange(value: string | null): number | undefined {
-  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
-  return match ? Number(match[1]) : undefined;
 }
 
 /** How {@link rangedBody} words its errors and how far it trusts a 206. */

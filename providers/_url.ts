@@ -1,7 +1,7 @@
 // URL plumbing shared by the GCS and Azure providers: keys percent-encoded the way each service
 // expects, keys that URL parsing would rewrite refused up front, and query strings built by hand
 // (URLSearchParams writes spaces as `+`, which neither service reads back as a space).
-import { checkKey, invalidKey } from "./_keys.ts";
+import { checkKey, invalidKey } from "./key_rules.ts";
 
 /**
  * A key as a URL path: each `/`-separated segment percent-encoded, the slashes kept (Azure).
@@ -13,7 +13,7 @@ export function encodeKeyPath(key: string): string {
 }
 
 /**
- * Refuses keys no store accepts (../_keys.ts) and keys with a `.` or `..` path segment: `fetch`
+ * Refuses keys no store accepts (./key_rules.ts) and keys with a `.` or `..` path segment: `fetch`
  * resolves those, sending the request for another name.
  * @throws {StoreError} `Unsupported` with code `InvalidKey`
  */

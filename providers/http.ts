@@ -134,6 +134,12 @@ export async function sendHttp(
   }
 }
 
+/** The total size from `Content-Range: bytes a-b/total`, undefined when absent or `*`. */
+export function totalFromContentRange(value: string | null): number | undefined {
+  const match = value && /^bytes\s+(?:\d+-\d+|\*)\/(\d+)$/.exec(value.trim());
+  return match ? Number(match[1]) : undefined;
+}
+
 /** True for a 2xx status: the answer a request was sent for. */
 export function isOk(status: number): boolean {
   return status >= 200 && status < 300;

@@ -15,7 +15,7 @@ import {
   noSuchUpload,
   parseStagingName,
   uploadMarkerName,
-} from "../_staging.ts";
+} from "../staging.ts";
 import { checkPathKey, queryString } from "../_url.ts";
 import {
   type CompletedPart,

@@ -26,7 +26,14 @@ import {
   unlink,
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { checkKey, compareUtf8, decodeToken, encodeToken, invalidKey, pageSize } from "../_keys.ts";
+import {
+  checkKey,
+  compareUtf8,
+  decodeToken,
+  encodeToken,
+  invalidKey,
+  pageSize,
+} from "../key_rules.ts";
 import {
   checkMetadata,
   checkPartNumber,

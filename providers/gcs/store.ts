@@ -2,7 +2,7 @@
 // adds a bearer token from its TokenSource (credentials.ts), sends it through the shared
 // transport (../http.ts) and reads the answer (responses.ts). Multipart uploads are parallel
 // part objects joined by compose; see createMultipart.
-import { checkKey, invalidKey } from "../_keys.ts";
+import { checkKey, invalidKey } from "../key_rules.ts";
 import { bareEtag, checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
@@ -18,7 +18,7 @@ import {
   noSuchUpload,
   parseStagingName,
   uploadMarkerName,
-} from "../_staging.ts";
+} from "../staging.ts";
 import {
   type CompletedPart,
   type DeleteFailure,
@@ -542,7 +542,7 @@ export class GcsStore implements ObjectStore {
 }
 
 /**
- * Refuses names GCS cannot hold: those no store accepts (../_keys.ts), `.` and `..` (URL
+ * Refuses names GCS cannot hold: those no store accepts (../key_rules.ts), `.` and `..` (URL
  * parsing would resolve them), and names with a carriage return or line feed.
  * @throws {StoreError} `Unsupported` with code `InvalidKey`
  */

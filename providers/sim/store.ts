@@ -1,8 +1,8 @@
 // An in-memory object store with seeded fault injection (DESIGN §9): the store the reliability
 // tests drive. It follows S3's rules (see ../_rules.ts and ../_ranges.ts) and fails with the same
 // typed errors a real provider gives, so code that survives it survives a flaky bucket.
-import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../_keys.ts";
-import { seededRandom } from "../_rng.ts";
+import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../key_rules.ts";
+import { seededRandom } from "../rng.ts";
 import {
   checkMetadata,
   checkPartNumber,

@@ -1,9 +1,34 @@
-// Small helpers for parsing CLI flags into typed values with errors that name the flag.
+// Parsing a command's flags (the options every command shares, parseArgs' errors as usage
+// errors) and small helpers turning flags into typed values with errors that name the flag.
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { parseSize } from "../config/units.ts";
 
 /** A bad command line; the message names the flag and the value. Exit code 2. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
+}
+
+/** Options every command understands. */
+export const COMMON_OPTIONS = {
+  config: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Parses a command's flags, turning parseArgs' errors into usage errors. */
+export function parseFlags(
+  args: string[],
+  options: ParseArgsOptionsConfig,
+  allowPositionals = false,
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    const r = parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, allowPositionals });
+    return {
+      values: r.values as Record<string, string | boolean | undefined>,
+      positionals: r.positionals,
+    };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 /** Reads a required flag. */

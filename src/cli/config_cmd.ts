@@ -1,9 +1,9 @@
 // `tierd config check|show`: validate the config; print it with secrets redacted.
 import { renderConfig } from "../config/redact.ts";
-import { UsageError } from "./args.ts";
+import { parseFlags, UsageError } from "./args.ts";
 import { loadContext } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
+/** Runs `tierd config check|show` and returns the exit code. */
 export async function configCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(args, {}, true);
   const [action] = positionals;

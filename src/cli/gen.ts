@@ -2,9 +2,9 @@
 import { generatePartition } from "../format/generate.ts";
 import type { FormatName } from "../format/types.ts";
 import { initHashes } from "../hash.ts";
-import { intFlag, required, sizeFlag, UsageError } from "./args.ts";
-import { parseFlags } from "./main.ts";
+import { intFlag, parseFlags, required, sizeFlag, UsageError } from "./args.ts";
 
+/** Runs `tierd gen`: writes the requested segments and returns the exit code. */
 export async function genCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {
     format: { type: "string" },

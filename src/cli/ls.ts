@@ -7,10 +7,10 @@ import { listSegments } from "../partition/segments.ts";
 import { JournalStateReader } from "../read/state_source.ts";
 import { emptyState, segmentsOf } from "../state/segment_state.ts";
 import { tieredTopic } from "../config/topics.ts";
-import { intFlag } from "./args.ts";
+import { intFlag, parseFlags } from "./args.ts";
 import { loadContext } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
+/** Runs `tierd ls`: prints each segment's state and location, and returns the exit code. */
 export async function lsCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {
     stream: { type: "string" },

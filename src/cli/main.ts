@@ -1,6 +1,5 @@
 // The `tierd` command line: parses the subcommand and hands off to its module.
 // Exit codes: 0 success, 1 the operation failed, 2 bad usage or bad configuration.
-import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { ConfigError } from "../config/error.ts";
 import { VERSION } from "../version.ts";
 import { UsageError } from "./args.ts";
@@ -11,6 +10,7 @@ import { probeCommand } from "./probe.ts";
 import { lsCommand } from "./ls.ts";
 import { readCommand } from "./read.ts";
 
+/** The help text `tierd help` prints, and usage errors end with. */
 export const USAGE = `tierd ${VERSION} — tiered-storage agent for Apache Iggy
 
 usage:
@@ -27,12 +27,6 @@ usage:
 
 The default config file is ./tierd.toml (see tierd.example.toml).
 `;
-
-/** Options every command understands. */
-export const COMMON_OPTIONS = {
-  config: { type: "string" },
-  help: { type: "boolean", short: "h" },
-} as const;
 
 /** Runs the CLI with `args` (without the program name) and returns the exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -75,22 +69,5 @@ export async function main(args: string[]): Promise<number> {
     }
     console.error(`tierd: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
-  }
-}
-
-/** Parses a command's flags, turning parseArgs' errors into usage errors. */
-export function parseFlags(
-  args: string[],
-  options: ParseArgsOptionsConfig,
-  allowPositionals = false,
-): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
-  try {
-    const r = parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, allowPositionals });
-    return {
-      values: r.values as Record<string, string | boolean | undefined>,
-      positionals: r.positionals,
-    };
-  } catch (err) {
-    throw new UsageError((err as Error).message);
   }
 }

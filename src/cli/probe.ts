@@ -1,8 +1,9 @@
 // `tierd probe`: the boot probe alone — one-key LIST against the configured store.
 import { probeStore } from "../../providers/probe.ts";
+import { parseFlags } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
+/** Runs `tierd probe`: 0 when the store answers a one-key LIST, else 1 with the reason. */
 export async function probeCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {});
   const ctx = await loadContext(values.config);

@@ -6,9 +6,8 @@ import { DirectRangeReader } from "../read/direct_reader.ts";
 import { readToJson } from "../read/json.ts";
 import { checkMaxBytes, DEFAULT_READ_BYTES, ParamError, parseStart } from "../read/params.ts";
 import { readRecords } from "../read/read_records.ts";
-import { intFlag, sizeFlag, UsageError } from "./args.ts";
+import { intFlag, parseFlags, sizeFlag, UsageError } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
 /** Runs `tierd read`; see the usage text in main.ts. Errors of the read exit 1 with the message. */
 export async function readCommand(args: string[]): Promise<number> {

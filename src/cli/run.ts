@@ -11,15 +11,15 @@ import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { createApp } from "../http/app.ts";
 import { listenOptions, serve } from "../http/serve.ts";
 import type { Logger } from "../log.ts";
+import { instrumentStore } from "../metrics/instrument_store.ts";
 import { cacheObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
-import { createTierdMetrics, instrumentStore } from "../metrics/tierd.ts";
+import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { TierWorker } from "../tier/tier_worker.ts";
-import { UsageError } from "./args.ts";
+import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
-import { parseFlags } from "./main.ts";
 
 const MIN_IDLE_MS = 100;
 

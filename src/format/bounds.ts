@@ -3,7 +3,8 @@
 import { type FileHandle, open } from "node:fs/promises";
 import { viewOf } from "./_bytes.ts";
 import { readAt, readFileIfExists } from "./_file.ts";
-import { codecFor, type SegmentCodec } from "./codec.ts";
+import type { SegmentCodec } from "./codec.ts";
+import { codecFor } from "./codecs.ts";
 import { FormatError } from "./errors.ts";
 import { scanIndex08 } from "./iggy08.ts";
 import { scanRecordHeaders } from "./scan.ts";

@@ -1,6 +1,5 @@
-// The contract every Iggy segment codec meets, and the lookup from a format name to its codec.
-import { iggy08 } from "./iggy08.ts";
-import { iggy09 } from "./iggy09.ts";
+// The contract every Iggy segment codec meets. The codecs themselves are in iggy08.ts and
+// iggy09.ts; codecs.ts looks one up by format name.
 import type { FormatName, IndexEntry, Message, RecordInfo } from "./types.ts";
 
 /** Options for {@link SegmentCodec.walk}. */
@@ -124,25 +123,3 @@ export interface SegmentCodec {
    */
   decodeRecord(record: Uint8Array, ctx: DecodeRecordOptions): DecodedRecord;
 }
-
-/**
- * The codec for a format.
- * @example
- * ```ts
- * const codec = codecFor("iggy-0.9");
- * for (const r of codec.walk(bytes, { file: "x.log", startOffset: 0n })) console.log(r.lastOffset);
- * ```
- */
-export function codecFor(name: FormatName): SegmentCodec {
-  switch (name) {
-    case "iggy-0.8":
-      return iggy08;
-    case "iggy-0.9":
-      return iggy09;
-    default:
-      throw new RangeError(`unknown segment format ${JSON.stringify(name)}`);
-  }
-}
-
-/** Both codecs, oldest format first. */
-export const ALL_CODECS: readonly SegmentCodec[] = [iggy08, iggy09];

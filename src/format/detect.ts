@@ -4,7 +4,8 @@ import { type FileHandle, open } from "node:fs/promises";
 import { basename } from "node:path";
 import { initHashes } from "../hash.ts";
 import { readAt } from "./_file.ts";
-import { ALL_CODECS, type SegmentCodec } from "./codec.ts";
+import type { SegmentCodec } from "./codec.ts";
+import { ALL_CODECS } from "./codecs.ts";
 import { FormatError } from "./errors.ts";
 import type { FormatName, RecordInfo } from "./types.ts";
 

@@ -11,7 +11,8 @@ import {
 } from "../layout/partition.ts";
 import { MAX_PAYLOAD_SIZE } from "./_bytes.ts";
 import { readSegmentBounds } from "./bounds.ts";
-import { codecFor, type SegmentCodec } from "./codec.ts";
+import type { SegmentCodec } from "./codec.ts";
+import { codecFor } from "./codecs.ts";
 import type { FormatName, Message, SegmentBounds } from "./types.ts";
 
 /** Options for {@link generatePartition}. */

@@ -3,8 +3,6 @@
 import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";
 import { VERSION } from "../version.ts";
 
-export { instrumentStore } from "./instrument_store.ts";
-
 /** Labels naming one partition. */
 export type PartitionLabels = "stream" | "topic" | "partition";
 

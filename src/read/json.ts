@@ -7,7 +7,7 @@
 // empty blob is `[]`. A blob that does not parse (bad kind, length or trailing bytes) is
 // `headers: null` with the blob in `headers_raw` (base64), so nothing is hidden.
 import { Buffer } from "node:buffer";
-import { codecFor } from "../format/codec.ts";
+import { codecFor } from "../format/codecs.ts";
 import type { FormatName, Message } from "../format/types.ts";
 import type { ReadResult } from "./read_records.ts";
 

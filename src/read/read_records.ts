@@ -14,7 +14,8 @@
 //   from the first offset after it, with `gap` set to the missing range.
 import { readFile, stat } from "node:fs/promises";
 import { readSegmentBounds } from "../format/bounds.ts";
-import { codecFor, type SegmentCodec } from "../format/codec.ts";
+import type { SegmentCodec } from "../format/codec.ts";
+import { codecFor } from "../format/codecs.ts";
 import { FormatError } from "../format/errors.ts";
 import type { FormatName, RecordInfo } from "../format/types.ts";
 import { hex128, initHashes } from "../hash.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { appendFile, copyFile, open, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { emptyBounds, readSegmentBounds } from "../../src/format/bounds.ts";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import { scanRecordHeaders } from "../../src/format/scan.ts";
 import { type GeneratedSegment, generatePartition } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";

@@ -2,7 +2,8 @@
 // exact byte position of the offending record, frame or index entry — never silent success.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { codecFor, type SegmentCodec } from "../../src/format/codec.ts";
+import type { SegmentCodec } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import { FormatError } from "../../src/format/errors.ts";
 import { generatePartition } from "../../src/format/generate.ts";
 import type { Message } from "../../src/format/types.ts";

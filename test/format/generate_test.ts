@@ -5,7 +5,7 @@ import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { readSegmentBounds } from "../../src/format/bounds.ts";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import {
   appendMessages,
   type GeneratedSegment,

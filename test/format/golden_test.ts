@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { all, TESTDATA, testdata } from "./_fixtures.ts";
 

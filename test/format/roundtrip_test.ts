@@ -2,7 +2,7 @@
 // re-encode byte for byte, and encodeIndex/parseIndex are inverses — for both formats.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import type { IndexEntry } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
 import { all, batches09Arb, concat, messages08Arb } from "./_fixtures.ts";

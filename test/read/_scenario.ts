@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { SimStore } from "../../providers/sim/store.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../../src/config/schema.ts";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import { appendMessages, generatePartition, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";

@@ -2,7 +2,7 @@
 // and base64 payload, matching the codec's own decoding of the same bytes.
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import { initHashes } from "../../src/hash.ts";
 import { parseUserHeaders, readToJson } from "../../src/read/json.ts";
 import { readRecords } from "../../src/read/read_records.ts";

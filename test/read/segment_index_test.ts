@@ -2,7 +2,7 @@
 // gives the batch at or below it; timestamp seeks start at the last record before the time.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { codecFor } from "../../src/format/codec.ts";
+import { codecFor } from "../../src/format/codecs.ts";
 import type { IndexEntry } from "../../src/format/types.ts";
 import { parseSegmentIndex, seekOffset, seekTimestamp } from "../../src/read/segment_index.ts";
 

@@ -9,7 +9,7 @@ import {
   parseListBlobs,
   parseProperties,
 } from "../../../providers/azure/responses.ts";
-import { totalFromContentRange } from "../../../providers/_ranges.ts";
+import { totalFromContentRange } from "../../../providers/http.ts";
 import { StoreError } from "../../../providers/types.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);

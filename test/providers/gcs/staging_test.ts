@@ -1,4 +1,4 @@
-// The multipart staging names GCS and Azure share (providers/_staging.ts): a marker and the
+// The multipart staging names GCS and Azure share (providers/staging.ts): a marker and the
 // objects staged next to it parse back to their key and upload id, whatever the key holds.
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -7,7 +7,7 @@ import {
   newUploadId,
   parseStagingName,
   uploadMarkerName,
-} from "../../../providers/_staging.ts";
+} from "../../../providers/staging.ts";
 
 const ROOT = ".tierd-multipart/";
 const staged = (last: string) => /^part-\d{5}$/.test(last);

@@ -13,7 +13,7 @@ import {
   s3Error,
   S3ErrorInfo,
 } from "../../../providers/s3/responses.ts";
-import { totalFromContentRange } from "../../../providers/_ranges.ts";
+import { totalFromContentRange } from "../../../providers/http.ts";
 import { StoreError, type StoreErrorKind } from "../../../providers/types.ts";
 
 const fixture = (name: string) =>

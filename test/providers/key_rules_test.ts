@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
-import { compareUtf8, decodeToken, encodeToken, pageSize } from "../../providers/_keys.ts";
+import { compareUtf8, decodeToken, encodeToken, pageSize } from "../../providers/key_rules.ts";
 import { StoreError } from "../../providers/types.ts";
 
 const anyKey = fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 });
