@@ -2,6 +2,7 @@
 // timeout, bodies always as bounded `Uint8Array`s with an explicit Content-Length (Deno sends a
 // ReadableStream chunked, which S3 and Azure reject), and whole-body reads that notice
 // truncation. Network failures become `Transport` errors; the caller's abort stays an AbortError.
+import { type Clock, systemClock } from "./clock.ts";
 import { where } from "./_errors.ts";
 import { StoreError } from "./types.ts";
 
@@ -33,6 +34,8 @@ export interface HttpContext {
   key?: string;
   /** Removes secrets from any text that goes into an error message. */
   redact?: (text: string) => string;
+  /** Where the request timeout runs. @default systemClock */
+  clock?: Clock;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -71,9 +74,9 @@ export async function sendHttp(
   outer?.throwIfAborted();
   const controller = new AbortController();
   const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const timer = setTimeout(
-    () => controller.abort(new RequestTimeout(`timed out after ${timeoutMs} ms`)),
+  const cancelTimer = (context.clock ?? systemClock).setTimer(
     timeoutMs,
+    () => controller.abort(new RequestTimeout(`timed out after ${timeoutMs} ms`)),
   );
   const onAbort = () => controller.abort(outer?.reason);
   outer?.addEventListener("abort", onAbort, { once: true });
@@ -129,7 +132,7 @@ export async function sendHttp(
     }
     return { status, headers: response.headers, body: bytes };
   } finally {
-    clearTimeout(timer);
+    cancelTimer();
     outer?.removeEventListener("abort", onAbort);
   }
 }

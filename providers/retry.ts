@@ -128,8 +128,6 @@ export class Deadline {
 export interface RetryOptions extends BackoffOptions {
   /** Retries happen only while `now + backoff` fits this deadline; `op` is aborted at it. */
   deadline: Deadline;
-  /** Waits between attempts. @default sleep on the deadline's clock */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Called before each wait: the error, the attempt that failed (1-based) and the delay. */
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
   /** Called on each `Throttled` error, so the caller can slow that operation class. */
@@ -157,7 +155,6 @@ export async function withRetry<T>(
   options: RetryOptions,
 ): Promise<T> {
   const { deadline, maxAttempts = 10, maxMs = 10_000, onRetry, onThrottle } = options;
-  const wait = options.sleep ?? ((ms, signal) => sleep(ms, signal, deadline.clock));
   let baseMs = options.baseMs ?? 100;
   // A child with the same deadline, so the timer behind the signal ends with this call.
   using scope = deadline.child(Infinity);
@@ -174,7 +171,7 @@ export async function withRetry<T>(
       const delayMs = backoffDelay(attempt - 1, { baseMs, maxMs, rng: options.rng });
       if (delayMs >= scope.remaining()) throw err;
       onRetry?.(err, attempt, delayMs);
-      await wait(delayMs, signal);
+      await sleep(delayMs, signal, deadline.clock);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Structured log lines (one JSON object per line on stderr), with secrets scrubbed from
 // every line before it is written: a secret must never reach a log, whatever the caller passes.
 
+import { type Clock, systemClock } from "../providers/clock.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -22,7 +23,8 @@ export interface LoggerOptions {
   secrets?: string[];
   /** Where lines go. @default stderr */
   write?: (line: string) => void;
-  now?: () => Date;
+  /** Where `ts` comes from. @default systemClock */
+  clock?: Clock;
 }
 
 function jsonValue(_key: string, value: unknown): unknown {
@@ -41,11 +43,11 @@ export function createLogger(options: LoggerOptions = {}, base: LogFields = {}):
   const secrets = (options.secrets ?? []).filter((s) => s.length >= 4)
     .flatMap((s) => [JSON.stringify(s).slice(1, -1), s]);
   const write = options.write ?? ((line: string) => void process.stderr.write(line + "\n"));
-  const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
     let line = JSON.stringify(
-      { ts: now().toISOString(), level, msg, ...base, ...fields },
+      { ts: new Date(clock.now()).toISOString(), level, msg, ...base, ...fields },
       jsonValue,
     );
     for (const s of secrets) line = line.split(s).join("***");

@@ -68,6 +68,7 @@ export class FakeClock implements Clock {
     const maxStepMs = options.maxStepMs ?? 250;
     let settled = false;
     const done = promise.finally(() => (settled = true));
+    done.catch(() => {}); // handled below, once the loop ends
     while (!settled) {
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (settled) break;
@@ -89,4 +90,31 @@ export function aheadClock(skew: number | (() => number)): Clock {
     monotonic: () => systemClock.monotonic(),
     setTimer: (ms, fn, options) => systemClock.setTimer(ms, fn, options),
   };
+}
+
+/** A clock that reads `now()` from a function (timers are real): for code that only reads time. */
+export function readingClock(now: () => number): Clock {
+  return {
+    now,
+    monotonic: now,
+    setTimer: (ms, fn, options) => systemClock.setTimer(ms, fn, options),
+  };
+}
+
+/** A clock whose timers fire at once (in a microtask), recording how long each asked to wait. */
+export class InstantClock implements Clock {
+  /** Every timer's requested delay, in order. */
+  readonly waits: number[] = [];
+  constructor(private readonly at = GENERATOR_EPOCH_MS) {}
+  now(): number {
+    return this.at;
+  }
+  monotonic(): number {
+    return this.at;
+  }
+  setTimer(ms: number, fn: () => void): () => void {
+    this.waits.push(ms);
+    queueMicrotask(fn);
+    return () => {};
+  }
 }

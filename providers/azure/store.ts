@@ -1,6 +1,7 @@
 // The Azure Blob object store: builds each request (requests.ts), signs it with SharedKey
 // (sharedkey.ts) or appends a SAS token, sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
+import { type Clock, systemClock } from "../clock.ts";
 import { checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
@@ -59,8 +60,8 @@ export interface AzureStoreOptions {
   sasToken?: string;
   /** The fetch to send with (tests inject faults here). @default globalThis.fetch */
   fetch?: FetchFn;
-  /** The clock `x-ms-date` is taken from. @default () => new Date() */
-  now?: () => Date;
+  /** The clock `x-ms-date` is taken from. @default systemClock */
+  clock?: Clock;
   /** Per-request timeout, headers and body. @default 60000 */
   requestTimeoutMs?: number;
   /** Deletes in flight at once in `deleteMany`. @default 16 */
@@ -96,7 +97,7 @@ export class AzureStore implements ObjectStore {
   readonly #sharedKey: string | undefined;
   readonly #sas: string | undefined;
   readonly #fetch: FetchFn;
-  readonly #now: () => Date;
+  readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
   readonly #deleteConcurrency: number;
   readonly #staging: string;
@@ -128,7 +129,7 @@ export class AzureStore implements ObjectStore {
       options.fetch ?? ((input, init) => fetch(input, init)),
       this.#redact,
     );
-    this.#now = options.now ?? (() => new Date());
+    this.#clock = options.clock ?? systemClock;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#deleteConcurrency = options.deleteConcurrency ?? 16;
     this.#staging = options.stagingPrefix ?? DEFAULT_STAGING_ROOT;
@@ -434,7 +435,7 @@ export class AzureStore implements ObjectStore {
         // A SAS is the whole authorization: appended to the URL, no Authorization header.
         url += own ? `&${this.#sas}` : `?${this.#sas}`;
       } else {
-        headers["x-ms-date"] = new Date(this.#now().getTime() + this.#clockOffsetMs).toUTCString();
+        headers["x-ms-date"] = new Date(this.#clock.now() + this.#clockOffsetMs).toUTCString();
         // The transport adds Content-Length (0 for a PUT without a body); it is signed too.
         const length = request.body?.byteLength ?? (request.method === "PUT" ? 0 : undefined);
         headers["authorization"] = await authorization(this.account, await this.#signingKey(), {
@@ -453,12 +454,12 @@ export class AzureStore implements ObjectStore {
         body: request.body,
         signal: options.signal,
         timeoutMs: this.#timeoutMs,
-      }, { op, key, redact: this.#redact });
+      }, { op, key, redact: this.#redact, clock: this.#clock });
       if (accept(response.status)) return response;
       const info = parseErrorInfo(response.status, response.headers, response.body);
       if (!resigned && !this.#sas && this.#skewed(info)) {
         resigned = true;
-        this.#clockOffsetMs = info.serverTime!.getTime() - this.#now().getTime();
+        this.#clockOffsetMs = info.serverTime!.getTime() - this.#clock.now();
         continue;
       }
       throw azureError(info, op, key, this.#redact, this.#hint(info, op));
@@ -467,7 +468,7 @@ export class AzureStore implements ObjectStore {
 
   #skewed(info: AzureErrorInfo): boolean {
     if (info.status !== 403 || !info.serverTime) return false;
-    const ours = this.#now().getTime() + this.#clockOffsetMs;
+    const ours = this.#clock.now() + this.#clockOffsetMs;
     return Math.abs(info.serverTime.getTime() - ours) > SKEW_SUSPECT_MS;
   }
 

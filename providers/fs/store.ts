@@ -9,6 +9,7 @@
 // rename() publishes both: no reader sees an object without its metadata, and two concurrent
 // writers can never leave one's bytes with the other's metadata. Objects only ever live under
 // objects/, so no key can name an internal file.
+import { type Clock, systemClock } from "../clock.ts";
 import { Buffer } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import {
@@ -79,6 +80,8 @@ export interface FsStoreOptions {
   root: string;
   /** The smallest part but the last a completion accepts. @default 5 MiB, like S3 */
   minPartSize?: number;
+  /** Upload times and the age of stale temp files. @default systemClock */
+  clock?: Clock;
 }
 
 interface ObjectHeader {
@@ -117,12 +120,15 @@ export class FsStore implements ObjectStore {
   readonly #minPartSize: number;
   #ready?: Promise<void>;
 
+  readonly #clock: Clock;
+
   constructor(options: FsStoreOptions) {
     this.root = options.root;
     this.#objects = join(this.root, "objects");
     this.#tmp = join(this.root, "tmp");
     this.#uploads = join(this.root, "uploads");
     this.#minPartSize = options.minPartSize ?? MIN_PART_SIZE;
+    this.#clock = options.clock ?? systemClock;
   }
 
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
@@ -225,7 +231,7 @@ export class FsStore implements ObjectStore {
     const manifest: UploadManifest = {
       key,
       uploadId,
-      initiated: new Date().toISOString(),
+      initiated: new Date(this.#clock.now()).toISOString(),
       contentType: options.contentType,
       metadata: { ...options.metadata },
     };
@@ -350,7 +356,7 @@ export class FsStore implements ObjectStore {
       for (const dir of [this.#objects, this.#tmp, this.#uploads]) {
         await mkdir(dir, { recursive: true });
       }
-      const now = Date.now();
+      const now = this.#clock.now();
       for (const name of await readdir(this.#tmp)) {
         const path = join(this.#tmp, name);
         const info = await stat(path).catch(() => undefined);

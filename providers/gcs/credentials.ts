@@ -2,6 +2,7 @@
 // with crypto.subtle, exchanged at the key's token_uri), the GCE metadata server, a static token,
 // or none (fake-gcs-server). Fetched tokens are cached and refreshed at 90 % of their lifetime,
 // and once out of band when the store reports a 401.
+import { type Clock, systemClock } from "../clock.ts";
 import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { type FetchFn, sendHttp } from "../http.ts";
@@ -75,8 +76,8 @@ export interface FetchedToken {
 export interface FetchingTokenOptions {
   /** @default globalThis.fetch */
   fetch?: FetchFn;
-  /** Milliseconds since the epoch. @default Date.now */
-  now?: () => number;
+  /** Token lifetimes run on it. @default systemClock */
+  clock?: Clock;
   /** Per-request timeout. @default 30000 */
   requestTimeoutMs?: number;
 }
@@ -90,7 +91,7 @@ abstract class CachingTokenSource implements TokenSource {
   protected readonly fetchFn: FetchFn;
   protected readonly timeoutMs: number;
   protected readonly redact: (text: string) => string;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   #cached?: { token: string; refreshAt: number };
   #inFlight?: Promise<string>;
 
@@ -100,7 +101,7 @@ abstract class CachingTokenSource implements TokenSource {
       options.fetch ?? ((input, init) => fetch(input, init)),
       this.redact,
     );
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
   }
 
@@ -119,12 +120,12 @@ abstract class CachingTokenSource implements TokenSource {
   async token(options: { signal?: AbortSignal } = {}): Promise<string | undefined> {
     options.signal?.throwIfAborted();
     const cached = this.#cached;
-    if (cached && this.#now() < cached.refreshAt) return cached.token;
+    if (cached && this.#clock.now() < cached.refreshAt) return cached.token;
     // One refresh at a time, shared by every caller and bounded by its own timeout; a caller
     // that gives up stops waiting without cancelling the others' refresh.
     this.#inFlight ??= (async () => {
       try {
-        const started = this.#now();
+        const started = this.#clock.now();
         const fetched = await this.fetchToken();
         const lifetimeMs = Math.max(0, fetched.expiresIn) * 1000;
         this.#cached = { token: fetched.accessToken, refreshAt: started + lifetimeMs * REFRESH_AT };
@@ -159,10 +160,7 @@ abstract class CachingTokenSource implements TokenSource {
     const response = await sendHttp(
       this.fetchFn,
       { ...request, signal, timeoutMs: this.timeoutMs },
-      {
-        op,
-        redact: this.redact,
-      },
+      { op, redact: this.redact, clock: this.#clock },
     );
     const text = new TextDecoder().decode(response.body);
     let json: unknown;
@@ -339,14 +337,14 @@ export class ServiceAccountTokenSource extends CachingTokenSource {
   readonly describe: string;
   readonly #key: ServiceAccountKey;
   readonly #scope: string;
-  readonly #clock: () => number;
+  readonly #clock: Clock;
   #privateKey?: Promise<CryptoKey>;
 
   constructor(key: ServiceAccountKey, options: FetchingTokenOptions & { scope?: string } = {}) {
     super(options);
     this.#key = checkServiceAccountKey(key);
     this.#scope = options.scope ?? GCS_SCOPE;
-    this.#clock = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.describe = `service account ${this.#key.client_email}`;
   }
 
@@ -365,7 +363,7 @@ export class ServiceAccountTokenSource extends CachingTokenSource {
         code: "InvalidPrivateKey",
       });
     }
-    const claims = assertionClaims(this.#key, Math.floor(this.#clock() / 1000), this.#scope);
+    const claims = assertionClaims(this.#key, Math.floor(this.#clock.now() / 1000), this.#scope);
     const assertion = await signJwt(claims, privateKey, this.#key.private_key_id);
     const body = new TextEncoder().encode(
       `grant_type=${encodeURIComponent("urn:ietf:params:oauth:grant-type:jwt-bearer")}` +

@@ -8,7 +8,7 @@ import { listingFrom } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { xmlRepresentable } from "../_xml.ts";
 import { secretRedactor } from "../_redact.ts";
-import { sleep } from "../clock.ts";
+import { type Clock, sleep, systemClock } from "../clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
   type CompletedPart,
@@ -51,8 +51,8 @@ export interface S3StoreOptions {
   urlStyle?: "auto" | "path" | "virtual";
   /** The fetch to send with (tests inject faults here). @default globalThis.fetch */
   fetch?: FetchFn;
-  /** The clock requests are signed with. @default () => new Date() */
-  now?: () => Date;
+  /** The clock requests are signed with, and conflict retries wait on. @default systemClock */
+  clock?: Clock;
   /** Per-request timeout, headers and body. @default 60000 */
   requestTimeoutMs?: number;
   /**
@@ -61,8 +61,6 @@ export interface S3StoreOptions {
    * first (racy, for stores that ignore the header). @default "header"
    */
   conditionalComplete?: "header" | "head";
-  /** Waits between retries of a 409 ConditionalRequestConflict (tests pass a fake). */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 /** Retries of a 409 ConditionalRequestConflict (a concurrent conditional write) before giving up. */
@@ -98,10 +96,9 @@ export class S3Store implements ObjectStore {
   readonly #credentials: Credentials;
   readonly #urlStyle: "auto" | "path" | "virtual";
   readonly #fetch: FetchFn;
-  readonly #now: () => Date;
+  readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
   readonly #conditionalComplete: "header" | "head";
-  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly #keys = new Map<string, SigningKeyEntry>();
   #location: req.S3Location;
   #clockOffsetMs = 0;
@@ -116,10 +113,9 @@ export class S3Store implements ObjectStore {
     this.#urlStyle = options.urlStyle ?? "auto";
     this.#location = req.resolveLocation({ ...options, urlStyle: this.#urlStyle });
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
-    this.#now = options.now ?? (() => new Date());
+    this.#clock = options.clock ?? systemClock;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#conditionalComplete = options.conditionalComplete ?? "header";
-    this.#sleep = options.sleep ?? ((ms, signal) => sleep(ms, signal));
   }
 
   /** The address style in use (`auto` resolves to one; the boot probe may switch it). */
@@ -408,15 +404,15 @@ export class S3Store implements ObjectStore {
       path: request.path,
       credentials: this.#credentials,
       region: this.region,
-      now: this.#clock(),
+      now: this.#signingTime(),
       expiresSeconds,
       cache: this.#keys,
     });
   }
 
-  #clock(): Date {
-    const now = this.#now();
-    return this.#clockOffsetMs === 0 ? now : new Date(now.getTime() + this.#clockOffsetMs);
+  /** Now, corrected by what a `RequestTimeTooSkewed` answer taught. */
+  #signingTime(): Date {
+    return new Date(this.#clock.now() + this.#clockOffsetMs);
   }
 
   /** Scrubs the secret and the session token (raw or URL-encoded) out of error text. */
@@ -472,7 +468,7 @@ export class S3Store implements ObjectStore {
         headers: request.headers,
         credentials: this.#credentials,
         region: this.region,
-        now: this.#clock(),
+        now: this.#signingTime(),
         cache: this.#keys,
       });
       const response = await sendHttp(this.#fetch, {
@@ -482,18 +478,22 @@ export class S3Store implements ObjectStore {
         body: request.body,
         signal: options.signal,
         timeoutMs: this.#timeoutMs,
-      }, { op, key, redact: this.#redact });
+      }, { op, key, redact: this.#redact, clock: this.#clock });
       if (!this.#minio && /^minio/i.test(response.headers.get("server") ?? "")) this.#minio = true;
       if (accept(response.status)) return response;
 
       const info = parseErrorInfo(response.status, response.headers, response.body);
       if (!resigned && this.#skewed(info, response.body.byteLength === 0)) {
         resigned = true;
-        this.#clockOffsetMs = info.serverTime!.getTime() - this.#now().getTime();
+        this.#clockOffsetMs = info.serverTime!.getTime() - this.#clock.now();
         continue;
       }
       if (info.code === "ConditionalRequestConflict" && conflicts < CONFLICT_RETRIES) {
-        await this.#sleep(backoffDelay(conflicts++, { baseMs: 50, maxMs: 1000 }), options.signal);
+        await sleep(
+          backoffDelay(conflicts++, { baseMs: 50, maxMs: 1000 }),
+          options.signal,
+          this.#clock,
+        );
         continue;
       }
       throw s3Error(info, op, key, this.#redact);
@@ -506,7 +506,7 @@ export class S3Store implements ObjectStore {
     // A HEAD answer has no body to name the code: a 403 from a server whose clock is far
     // from ours is most likely skew.
     return info.status === 403 && bodiless &&
-      Math.abs(info.serverTime.getTime() - this.#clock().getTime()) > SKEW_SUSPECT_MS;
+      Math.abs(info.serverTime.getTime() - this.#signingTime().getTime()) > SKEW_SUSPECT_MS;
   }
 }
 

@@ -211,7 +211,7 @@ export class ChunkCache implements RangeReader {
       ...budget,
       lowWatermarkPercent: options.lowWatermarkPercent ?? 80,
       trimMinInterval: options.trimMinInterval ?? 5000,
-    }, { now: () => this.#clock.now(), onChange: (usage) => this.#stats.usage(usage) });
+    }, { clock: this.#clock, onChange: (usage) => this.#stats.usage(usage) });
     this.#readers = new ReaderTable(options.readaheadMax ?? 4);
     this.#gate = new FetchGate(options.fetchConcurrency ?? 4);
     this.#bucket = new TokenBucket(options.fetchBandwidth ?? Infinity, { clock: this.#clock });

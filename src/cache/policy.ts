@@ -8,6 +8,7 @@
 //                LRU, so a scan recycles its own chunks instead of the working set;
 //   main       — read by a reader near the head: the working set.
 // A hot read promotes a chunk into main; a cold read never refreshes a chunk in main.
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import { LRUCache } from "lru-cache";
 
 /** Which recency list a resident chunk is on. */
@@ -105,7 +106,7 @@ export class EvictionPolicy {
   readonly #tierBytes: Record<Tier, number> = { prefetched: 0, cold: 0, main: 0 };
   readonly #index = new Map<string, PolicyEntry>();
   readonly #budget: Budget;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #onChange?: (usage: Usage) => void;
   #bytes = 0;
   #reservedBytes = 0;
@@ -114,15 +115,15 @@ export class EvictionPolicy {
 
   /**
    * @param budget the limits
-   * @param options.now the clock for `trimMinInterval` @default Date.now
+   * @param options.clock the clock for `trimMinInterval` @default systemClock
    * @param options.onChange called after every change of usage (for gauges and invariant checks)
    */
   constructor(
     budget: Budget,
-    options: { now?: () => number; onChange?: (usage: Usage) => void } = {},
+    options: { clock?: Clock; onChange?: (usage: Usage) => void } = {},
   ) {
     this.#budget = { ...budget };
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#onChange = options.onChange;
   }
 
@@ -172,7 +173,7 @@ export class EvictionPolicy {
         freeObjects += this.#tiers[tier].size;
       }
       if (freeBytes < over.bytes || freeObjects < over.objects) return undefined;
-      const now = this.#now();
+      const now = this.#clock.now();
       if (now - this.#lastTrim >= this.#budget.trimMinInterval) {
         this.#lastTrim = now;
         victims = this.#evict(order, () => this.#overLow(bytes, 1));
@@ -262,7 +263,7 @@ export class EvictionPolicy {
    * @returns the chunks evicted
    */
   trim(): Victim[] {
-    this.#lastTrim = this.#now();
+    this.#lastTrim = this.#clock.now();
     return this.#evict(ORDERS.trim, () => this.#overLow(0, 0));
   }
 

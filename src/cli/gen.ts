@@ -1,4 +1,5 @@
 // `tierd gen`: writes byte-exact Iggy segments for demos, tests and benchmarks.
+import { systemClock } from "../../providers/clock.ts";
 import { generatePartition } from "../format/generate.ts";
 import type { FormatName } from "../format/types.ts";
 import { initHashes } from "../hash.ts";
@@ -23,7 +24,7 @@ export async function genCommand(args: string[]): Promise<number> {
     throw new UsageError(`--format must be iggy-0.8 or iggy-0.9, got ${JSON.stringify(format)}`);
   }
   await initHashes();
-  const started = performance.now();
+  const started = systemClock.monotonic();
   let bytes = 0;
   const segments = await generatePartition({
     format: format as FormatName,
@@ -44,7 +45,7 @@ export async function genCommand(args: string[]): Promise<number> {
       }
     },
   });
-  const secs = (performance.now() - started) / 1000;
+  const secs = (systemClock.monotonic() - started) / 1000;
   console.error(
     `gen: ${segments.length} segments, ${bytes} bytes in ${secs.toFixed(2)} s ` +
       `(the last segment is the active one)`,

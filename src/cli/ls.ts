@@ -1,5 +1,6 @@
 // `tierd ls`: every segment of the tiered partitions with its state, location and offsets,
 // read from the journals (without modifying them: the agent may be running) and the broker dir.
+import { systemClock } from "../../providers/clock.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import { incarnationHex } from "../layout/partition.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
@@ -35,7 +36,7 @@ export async function lsCommand(args: string[]): Promise<number> {
     const label = partitionLabel(part);
     const state = (await journals.state(part)) ?? emptyState();
     const local = await listSegments(part.dir, {
-      now: Date.now(),
+      now: systemClock.now(),
       quiescenceMs: ctx.config.agent.seal_quiescence,
     });
     const localByStart = new Map(local.map((s) => [s.start, s]));

@@ -113,7 +113,8 @@ function single(c: Context, name: string): string | undefined {
  */
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
-  const startedAt = o.startedAt ?? Date.now();
+  const clock = o.read.clock;
+  const startedAt = o.startedAt ?? clock.now();
   const logger = o.logger ?? o.read.logger;
 
   app.onError((err, c) => {
@@ -204,7 +205,7 @@ export function createApp(o: AppOptions): Hono {
     const partitions = await summarizePartitions(o.read);
     return c.html(renderStatusPage(partitions, {
       store: o.storeDescription ?? `${o.read.store.kind} store`,
-      uptimeSeconds: (Date.now() - startedAt) / 1000,
+      uptimeSeconds: (clock.now() - startedAt) / 1000,
       ready: o.ready(),
     }));
   });

@@ -1,5 +1,6 @@
 // Every metric tierd exports (DESIGN §8), defined once so the names, help texts and labels
 // stay in one place; components take the typed handles they update from the returned object.
+import { systemClock } from "../../providers/clock.ts";
 import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";
 import { VERSION } from "../version.ts";
 
@@ -77,13 +78,13 @@ const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * Registers every tierd metric in `registry`.
  *
  * @param registry where the metrics are registered (a fresh one by default)
- * @param startTimeMs process start, for `tierd_start_time_seconds` @default Date.now()
+ * @param startTimeMs process start, for `tierd_start_time_seconds` @default now
  * @returns the typed handles
  * @throws {RangeError} when `registry` already holds one of the names
  */
 export function createTierdMetrics(
   registry: Registry = new Registry(),
-  startTimeMs: number = Date.now(),
+  startTimeMs: number = systemClock.now(),
 ): TierdMetrics {
   const part = ["stream", "topic", "partition"] as const;
   const m: TierdMetrics = {

@@ -1,5 +1,6 @@
 // How the read path waits for the store (private to src/read): at most `fetch_timeout` per read,
 // without cancelling the fetch, and with store failures turned into typed read errors.
+import { type Clock, withTimeout } from "../../providers/clock.ts";
 import { StoreError } from "../../providers/types.ts";
 import { CacheFullError, CacheTimeoutError } from "../cache/types.ts";
 import { FormatError } from "../format/errors.ts";
@@ -13,15 +14,16 @@ import {
   StoreUnavailable,
 } from "./errors.ts";
 
-/** When a read stops waiting for the store (a `performance.now()` time). */
+/** When a read stops waiting for the store (a time on `clock.monotonic()`). */
 export interface ReadDeadline {
   at: number;
   timeoutMs: number;
+  clock: Clock;
 }
 
-/** A deadline `timeoutMs` from now. */
-export function deadlineIn(timeoutMs: number): ReadDeadline {
-  return { at: performance.now() + timeoutMs, timeoutMs };
+/** A deadline `timeoutMs` from now on `clock`. */
+export function deadlineIn(timeoutMs: number, clock: Clock): ReadDeadline {
+  return { at: clock.monotonic() + timeoutMs, timeoutMs, clock };
 }
 
 /**
@@ -29,23 +31,13 @@ export function deadlineIn(timeoutMs: number): ReadDeadline {
  * running, so a fetch that completes later still fills the cache for the retry.
  */
 export function within<T>(pending: Promise<T>, deadline: ReadDeadline, key: string): Promise<T> {
-  pending.catch(() => {}); // it may settle after nobody waits for it any more
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new FetchTimeout(key, deadline.timeoutMs)),
-      Math.max(0, deadline.at - performance.now()),
-    );
-    pending.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (err) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
+  const { clock } = deadline;
+  return withTimeout(
+    pending,
+    deadline.at - clock.monotonic(),
+    () => new FetchTimeout(key, deadline.timeoutMs),
+    { clock },
+  );
 }
 
 /** Seconds a client should wait before retrying a throttled or unreachable store. */

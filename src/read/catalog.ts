@@ -103,7 +103,10 @@ export async function loadCatalog(ctx: ReadContext, id: PartitionId): Promise<Ca
     state = undefined;
   }
   const local = dirStat?.isDirectory()
-    ? await listSegments(dir, { now: ctx.now(), quiescenceMs: ctx.config.agent.seal_quiescence })
+    ? await listSegments(dir, {
+      now: ctx.clock.now(),
+      quiescenceMs: ctx.config.agent.seal_quiescence,
+    })
       .catch((err: NodeJS.ErrnoException) => {
         if (err.code === "ENOENT") return [];
         throw err;

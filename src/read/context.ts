@@ -1,5 +1,6 @@
 // Everything the read path needs from the running agent (or the CLI): config, store, the
 // RangeReader remote bytes come through, the journal state source and the index LRU.
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import type { RangeReader } from "../cache/types.ts";
 import type { Config } from "../config/schema.ts";
@@ -27,8 +28,8 @@ export interface ReadContext {
   readonly logger: Logger;
   /** How long a read waits for the store before answering "retry later". */
   readonly fetchTimeoutMs: number;
-  /** Wall clock, ms since the epoch (segment quiescence). */
-  readonly now: () => number;
+  /** Time: segment quiescence, read deadlines, fetch durations. */
+  readonly clock: Clock;
 }
 
 /** Options of {@link createReadContext}; everything but config, store and prefix has a default. */
@@ -47,8 +48,8 @@ export interface ReadContextOptions {
   logger?: Logger;
   /** @default config.tiered_storage.fetch_timeout */
   fetchTimeoutMs?: number;
-  /** @default Date.now */
-  now?: () => number;
+  /** @default systemClock */
+  clock?: Clock;
 }
 
 /** Builds a {@link ReadContext}, filling in defaults. */
@@ -57,13 +58,13 @@ export function createReadContext(o: ReadContextOptions): ReadContext {
     config: o.config,
     store: o.store,
     prefix: o.prefix,
-    reader: o.reader ?? new DirectRangeReader(o.store, { metrics: o.metrics }),
+    reader: o.reader ?? new DirectRangeReader(o.store, { metrics: o.metrics, clock: o.clock }),
     states: o.states ?? new JournalStateReader(o.config.agent.state_dir),
     indexes: o.indexes ?? new IndexCache(),
     formats: new Map(),
     metrics: o.metrics,
     logger: o.logger ?? silentLogger,
     fetchTimeoutMs: o.fetchTimeoutMs ?? o.config.tiered_storage.fetch_timeout,
-    now: o.now ?? Date.now,
+    clock: o.clock ?? systemClock,
   };
 }

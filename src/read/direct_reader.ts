@@ -1,5 +1,6 @@
 // The no-cache RangeReader: one ranged GET per read. Used by tests, by `tierd read`, and as the
 // fallback where no chunk cache is configured.
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { ChunkSource, RangeReader, RangeReadOptions } from "../cache/types.ts";
 import { outcomeOf } from "../metrics/instrument_store.ts";
@@ -9,6 +10,8 @@ import type { TierdMetrics } from "../metrics/tierd.ts";
 export interface DirectRangeReaderOptions {
   /** Counts `tierd_fetches_total{outcome}` and observes `tierd_fetch_duration_seconds`. */
   metrics?: TierdMetrics;
+  /** Times fetches. @default systemClock */
+  clock?: Clock;
 }
 
 /**
@@ -23,10 +26,12 @@ export interface DirectRangeReaderOptions {
 export class DirectRangeReader implements RangeReader {
   readonly #store: ObjectStore;
   readonly #metrics?: TierdMetrics;
+  readonly #clock: Clock;
 
   constructor(store: ObjectStore, options: DirectRangeReaderOptions = {}) {
     this.#store = store;
     this.#metrics = options.metrics;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /**
@@ -47,7 +52,7 @@ export class DirectRangeReader implements RangeReader {
     }
     const want = Math.max(0, Math.min(length, src.size - start));
     if (want === 0) return new Uint8Array(0);
-    const started = performance.now();
+    const started = this.#clock.monotonic();
     try {
       const { bytes } = await this.#store.get(src.key, {
         range: { start, length: want },
@@ -66,7 +71,7 @@ export class DirectRangeReader implements RangeReader {
       this.#metrics?.fetches.inc({ outcome: outcomeOf(err) });
       throw err;
     } finally {
-      this.#metrics?.fetchDuration.observe(undefined, (performance.now() - started) / 1000);
+      this.#metrics?.fetchDuration.observe(undefined, (this.#clock.monotonic() - started) / 1000);
     }
   }
 }

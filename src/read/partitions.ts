@@ -56,7 +56,7 @@ export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSu
       if (err instanceof UnknownPartition) continue; // removed while we listed
       throw err;
     }
-    const format = await catalogFormat(ctx, catalog, deadlineIn(ctx.fetchTimeoutMs))
+    const format = await catalogFormat(ctx, catalog, deadlineIn(ctx.fetchTimeoutMs, ctx.clock))
       .catch(() => undefined);
     out.push(summarize(catalog, format));
   }

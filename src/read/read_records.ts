@@ -112,7 +112,7 @@ export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<R
     throw new RangeError(`maxBytes must be a positive integer, got ${req.maxBytes}`);
   }
   await initHashes();
-  const deadline = deadlineIn(ctx.fetchTimeoutMs);
+  const deadline = deadlineIn(ctx.fetchTimeoutMs, ctx.clock);
   let result: ReadResult;
   try {
     for (let attempt = 0;; attempt++) {

@@ -142,7 +142,7 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
  *   onTornTail: (t) => console.warn(`journal ${t.path}: dropped ${t.droppedBytes} bytes`),
  * });
  * const state = fold(events);
- * await journal.append({ type: "copy_started", segment: 0n, generation: 0n, at: Date.now() });
+ * await journal.append({ type: "copy_started", segment: 0n, generation: 0n, at: clock.now() });
  * ```
  */
 export class Journal {

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type AdmissionKind, EvictionPolicy, type Reservation } from "../../src/cache/policy.ts";
+import { readingClock } from "../_fake_clock.ts";
 
 const budget = { bytes: 1000, objects: 5, lowWatermarkPercent: 50, trimMinInterval: 0 };
 
@@ -27,7 +28,7 @@ Deno.test("reserve + commit never exceed the bytes or the file count", () => {
         const policy = new EvictionPolicy(
           { ...budget, trimMinInterval: interval, lowWatermarkPercent: low },
           {
-            now: () => now++,
+            clock: readingClock(() => now++),
             onChange: (u) => {
               assert.ok(u.bytes + u.reservedBytes <= budget.bytes, "bytes within budget");
               assert.ok(u.objects + u.reservedObjects <= budget.objects, "files within budget");
@@ -67,7 +68,7 @@ function filled(tiers: Record<string, "prefetched" | "cold" | "main">, interval 
   let now = 0;
   const policy = new EvictionPolicy(
     { bytes: 500, objects: 100, lowWatermarkPercent: 40, trimMinInterval: interval },
-    { now: () => now += 1000 },
+    { clock: readingClock(() => now += 1000) },
   );
   for (const [name, tier] of Object.entries(tiers)) {
     policy.commit(policy.reserve(100, "read")!.reservation, name, tier);

@@ -5,7 +5,10 @@ import { backoffDelay, Deadline, withRetry } from "../../providers/retry.ts";
 import { StoreError, type StoreErrorKind } from "../../providers/types.ts";
 import { FakeClock } from "../_fake_clock.ts";
 
-/** Options that make withRetry run on `clock` without real waiting, recording each delay. */
+/**
+ * Options that make withRetry run on `clock`, recording each delay, and `run`, which awaits a
+ * call while the fake clock jumps from timer to timer (no real waiting).
+ */
 function onClock(clock: FakeClock, ms: number, rng = () => 0.5) {
   const delays: number[] = [];
   return {
@@ -13,12 +16,9 @@ function onClock(clock: FakeClock, ms: number, rng = () => 0.5) {
     options: {
       deadline: Deadline.after(ms, undefined, { clock }),
       rng,
-      sleep: (delay: number) => {
-        delays.push(delay);
-        clock.advance(delay);
-        return Promise.resolve();
-      },
+      onRetry: (_err: unknown, _attempt: number, delay: number) => void delays.push(delay),
     },
+    run: <T>(p: Promise<T>) => clock.runUntil(p, { maxStepMs: Infinity }),
   };
 }
 
@@ -58,22 +58,23 @@ Deno.test("backoffDelay: full jitter below an exponential cap", () => {
 
 Deno.test("withRetry: retries transport faults and throttling, then succeeds", async () => {
   const clock = new FakeClock();
-  const { options, delays } = onClock(clock, 60_000);
+  const { options, run } = onClock(clock, 60_000);
   const { op, calls } = flaky(
     fault("Transport"),
     fault("Throttled"),
     fault("Transport"),
   );
   const retries: Array<[number, number]> = [];
-  const result = await withRetry(op, {
+  const start = clock.now();
+  const result = await run(withRetry(op, {
     ...options,
     onRetry: (_err, attempt, delayMs) => retries.push([attempt, delayMs]),
-  });
+  }));
   assert.equal(result, "done");
   assert.equal(calls.length, 4);
   // The throttled answer doubles the base delay (100 → 200 ms) for the rest of the call.
-  assert.deepEqual(delays, [50, 200, 400]);
   assert.deepEqual(retries, [[1, 50], [2, 200], [3, 400]]);
+  assert.equal(clock.now() - start, 50 + 200 + 400, "the waits ran on the clock");
   assert.ok(
     calls.every((s) => s === calls[0] && !s.aborted),
     "each attempt gets the call's signal",
@@ -91,34 +92,34 @@ Deno.test("withRetry: errors that are not transient fail at once", async () => {
       "Unsupported",
     ] as const
   ) {
-    const { options, delays } = onClock(new FakeClock(), 60_000);
+    const { options, delays, run } = onClock(new FakeClock(), 60_000);
     const { op, calls } = flaky(fault(kind));
     await assert.rejects(
-      withRetry(op, options),
+      run(withRetry(op, options)),
       (err: unknown) => (err as StoreError).kind === kind,
     );
     assert.equal(calls.length, 1, kind);
     assert.deepEqual(delays, [], kind);
   }
-  const { options } = onClock(new FakeClock(), 60_000);
+  const { options, run } = onClock(new FakeClock(), 60_000);
   const aborted = flaky(new DOMException("stop", "AbortError"));
-  await assert.rejects(withRetry(aborted.op, options), { name: "AbortError" });
+  await assert.rejects(run(withRetry(aborted.op, options)), { name: "AbortError" });
   assert.equal(aborted.calls.length, 1);
   // Errors that are not store faults are not retried like one: a bug, or a changed file.
   for (const err of [new TypeError("x is undefined"), new Error("segment changed on disk")]) {
     const plain = flaky(err);
-    await assert.rejects(withRetry(plain.op, options), (e: unknown) => e === err);
+    await assert.rejects(run(withRetry(plain.op, options)), (e: unknown) => e === err);
     assert.equal(plain.calls.length, 1, err.message);
   }
 });
 
 Deno.test("withRetry: retries only while now + backoff fits the deadline", async () => {
   const clock = new FakeClock();
-  const { options, delays } = onClock(clock, 1_000, () => 0.99);
+  const { options, delays, run } = onClock(clock, 1_000, () => 0.99);
   const start = clock.now();
   const { op, calls } = flaky(...Array.from({ length: 20 }, () => fault("Transport")));
   await assert.rejects(
-    withRetry(op, options),
+    run(withRetry(op, options)),
     (err: unknown) => (err as StoreError).kind === "Transport",
   );
   // 99 + 198 + 396 = 693 ms spent; the next backoff (792 ms) would pass the deadline at 1000.
@@ -136,29 +137,28 @@ Deno.test("withRetry: a child deadline is capped by its parent", async () => {
   const delays: number[] = [];
   const { op, calls } = flaky(...Array.from({ length: 20 }, () => fault("Transport")));
   await assert.rejects(
-    withRetry(op, {
-      deadline: child,
-      rng: () => 0.99,
-      sleep: (ms) => {
-        delays.push(ms);
-        clock.advance(ms);
-        return Promise.resolve();
-      },
-    }),
+    clock.runUntil(
+      withRetry(op, {
+        deadline: child,
+        rng: () => 0.99,
+        onRetry: (_err, _attempt, ms) => void delays.push(ms),
+      }),
+      { maxStepMs: Infinity },
+    ),
   );
   assert.deepEqual(delays, [99, 198]);
   assert.equal(calls.length, 3);
 });
 
 Deno.test("withRetry: maxAttempts bounds the attempts", async () => {
-  const { options } = onClock(new FakeClock(), 600_000);
+  const { options, run } = onClock(new FakeClock(), 600_000);
   const { op, calls } = flaky(...Array.from({ length: 20 }, () => fault("Transport")));
-  await assert.rejects(withRetry(op, { ...options, maxAttempts: 3 }));
+  await assert.rejects(run(withRetry(op, { ...options, maxAttempts: 3 })));
   assert.equal(calls.length, 3);
 });
 
 Deno.test("withRetry: throttling doubles the base delay and is reported", async () => {
-  const { options, delays } = onClock(new FakeClock(), 600_000);
+  const { options, delays, run } = onClock(new FakeClock(), 600_000);
   const { op } = flaky(
     fault("Throttled"),
     fault("Throttled"),
@@ -166,7 +166,7 @@ Deno.test("withRetry: throttling doubles the base delay and is reported", async 
     fault("Throttled"),
   );
   let throttles = 0;
-  assert.equal(await withRetry(op, { ...options, onThrottle: () => throttles++ }), "done");
+  assert.equal(await run(withRetry(op, { ...options, onThrottle: () => throttles++ })), "done");
   assert.equal(throttles, 3);
   // base 100 → 200 → 400 (stays for the transport fault) → 800; delay = 0.5 × base × 2^attempt.
   assert.deepEqual(delays, [0.5 * 200, 0.5 * 400 * 2, 0.5 * 400 * 4, 0.5 * 800 * 8]);

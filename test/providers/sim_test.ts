@@ -3,28 +3,13 @@ import assert from "node:assert/strict";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type SimFaults, SimStore } from "../../providers/sim/store.ts";
 import { classify, listAll, StoreError } from "../../providers/types.ts";
+import { FakeClock, InstantClock } from "../_fake_clock.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
-/** A clock whose sleeps return at once and are recorded. */
-/** A clock whose timers fire at once, recording how long each asked to wait. */
-function recordingClock() {
-  const sleeps: number[] = [];
-  return {
-    sleeps,
-    now: () => 0,
-    monotonic: () => 0,
-    setTimer(ms: number, fn: () => void) {
-      sleeps.push(ms);
-      queueMicrotask(fn);
-      return () => {};
-    },
-  };
-}
-
 /** Runs a fixed mix of requests and returns what each answered. */
 async function outcomes(seed: number, faults: Partial<SimFaults>): Promise<string[]> {
-  const sim = new SimStore({ seed, faults, clock: recordingClock() });
+  const sim = new SimStore({ seed, faults, clock: new InstantClock(0) });
   const out: string[] = [];
   for (let i = 0; i < 200; i++) {
     const key = `k${i % 7}`;
@@ -111,19 +96,19 @@ Deno.test("sim: a reset write may or may not have taken effect", async () => {
 });
 
 Deno.test("sim: latency and slow bodies wait on the injected clock", async () => {
-  const clock = recordingClock();
+  const clock = new InstantClock(0);
   const sim = new SimStore({ clock, faults: { latencyMs: [10, 20] } });
   await sim.put("k", bytes("v"));
   await sim.get("k");
   await sim.head("k");
-  assert.equal(clock.sleeps.length, 3);
-  assert.ok(clock.sleeps.every((ms) => ms >= 10 && ms <= 20), `${clock.sleeps}`);
+  assert.equal(clock.waits.length, 3);
+  assert.ok(clock.waits.every((ms) => ms >= 10 && ms <= 20), `${clock.waits}`);
 
-  clock.sleeps.length = 0;
+  clock.waits.length = 0;
   sim.setFaults({ latencyMs: [0, 0], slowBodyRate: 1, slowBodyMs: 750 });
   await sim.get("k");
   await sim.head("k");
-  assert.deepEqual(clock.sleeps, [750], "only a get has a body to trickle");
+  assert.deepEqual(clock.waits, [750], "only a get has a body to trickle");
 });
 
 Deno.test("sim: requests honour their AbortSignal, during latency too", async () => {
@@ -154,16 +139,19 @@ Deno.test("sim: withRetry rides through a flaky store, and the oracle sees every
   const sim = new SimStore({
     seed: 11,
     faults: { throttleRate: 0.2, serverErrorRate: 0.1, resetRate: 0.1, latencyMs: [0, 3] },
-    clock: recordingClock(),
+    clock: new InstantClock(0),
   });
   let throttled = 0;
+  const clock = new FakeClock();
   const retry = <T>(op: (signal: AbortSignal) => Promise<T>) =>
-    withRetry(op, {
-      deadline: Deadline.after(60_000),
-      maxAttempts: 50,
-      sleep: () => Promise.resolve(),
-      onThrottle: () => throttled++,
-    });
+    clock.runUntil(
+      withRetry(op, {
+        deadline: Deadline.after(600_000, undefined, { clock }), // fake time: backoff really adds up
+        maxAttempts: 50,
+        onThrottle: () => throttled++,
+      }),
+      { maxStepMs: Infinity },
+    );
   for (let i = 0; i < 50; i++) {
     const result = await retry((signal) =>
       sim.put(`seg/${i}`, bytes(`body ${i}`), { ifAbsent: true, signal })

@@ -7,6 +7,7 @@ import { blockId } from "../../../providers/azure/requests.ts";
 import type { FetchFn } from "../../../providers/http.ts";
 import type { StoreErrorKind } from "../../../providers/types.ts";
 import { assertNoLeak, type FakeHandler, recordingFetch, rejectsWithCode } from "../_faults.ts";
+import { readingClock } from "../../_fake_clock.ts";
 
 const KEY = "c2VjcmV0LWFjY291bnQta2V5LWZvci10ZXN0cy0wMTIzNDU2Nzg5";
 const SAS =
@@ -22,7 +23,7 @@ function fakeAzure(handler: FakeHandler, options: Partial<AzureStoreOptions> = {
     endpoint: "http://azure.test:10000/acct",
     sharedKey: KEY,
     fetch,
-    now: () => NOW,
+    clock: readingClock(() => NOW.getTime()),
     ...options,
   });
   return { store, seen };

@@ -18,6 +18,7 @@ import type { FetchFn } from "../../../providers/http.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { tempDir } from "../../_util.ts";
 import { assertNoLeak } from "../_faults.ts";
+import { readingClock } from "../../_fake_clock.ts";
 
 const RSA = {
   name: "RSASSA-PKCS1-v1_5",
@@ -98,7 +99,7 @@ Deno.test("gcs credentials: a service-account key file becomes a verified RS256 
     );
     const now = 1_700_000_000_000;
     const source = new ServiceAccountTokenSource(await loadServiceAccountKey(path), {
-      now: () => now,
+      clock: readingClock(() => now),
     });
     assert.equal(await source.token(), "ya29.token-1");
     assert.equal(source.describe, "service account tierd@p.iam.gserviceaccount.com");
@@ -130,7 +131,7 @@ Deno.test("gcs credentials: cached until 90 % of the lifetime, one fetch for con
     let now = 1_700_000_000_000;
     const source = new ServiceAccountTokenSource(
       { client_email: "a@b", private_key: keys.pem, token_uri: endpoint.url },
-      { now: () => now },
+      { clock: readingClock(() => now) },
     );
     const first = await Promise.all([source.token(), source.token(), source.token()]);
     assert.deepEqual(first, ["ya29.token-1", "ya29.token-1", "ya29.token-1"]);

@@ -13,6 +13,7 @@ import {
   rejectsWith,
   type SeenRequest,
 } from "../_faults.ts";
+import { FakeClock } from "../../_fake_clock.ts";
 
 const SECRET = "SeCrEt/Key+Value0123456789abcdefEXAMPLE";
 const TOKEN = "FwoGZXIvYXdzSESSIONTOKENexample0123456789";
@@ -27,8 +28,7 @@ function fakeS3(handler: FakeHandler, options: Partial<S3StoreOptions> = {}) {
     credentials: { accessKeyId: "AKIDTEST", secretAccessKey: SECRET, sessionToken: TOKEN },
     urlStyle: "path",
     fetch,
-    now: () => NOW,
-    sleep: () => Promise.resolve(),
+    clock: new FakeClock(NOW.getTime()),
     ...options,
   });
   return { store, seen };
@@ -166,22 +166,24 @@ Deno.test("s3 faults: a bodiless HEAD 403 from a far-off server clock is taken a
 });
 
 Deno.test("s3 faults: 409 ConditionalRequestConflict is retried, then 412 means AlreadyExists", async () => {
-  const waits: number[] = [];
+  const clock = new FakeClock(NOW.getTime());
   const { store, seen } = fakeS3(
     (_req, n) =>
       n <= 2
         ? xml(s3ErrorBody("ConditionalRequestConflict"), 409)
         : xml(s3ErrorBody("PreconditionFailed"), 412),
-    { sleep: (ms) => (waits.push(ms), Promise.resolve()) },
+    { clock },
   );
-  assert.deepEqual(await store.put("k", new Uint8Array(1), { ifAbsent: true }), {
+  const run = <T>(p: Promise<T>) => clock.runUntil(p, { maxStepMs: Infinity });
+  const started = clock.now();
+  assert.deepEqual(await run(store.put("k", new Uint8Array(1), { ifAbsent: true })), {
     status: "AlreadyExists",
   });
   assert.equal(seen.length, 3);
-  assert.equal(waits.length, 2);
+  assert.ok(clock.now() > started, "it backed off (on the clock) between the attempts");
   assert.ok(seen.every((r) => r.headers["if-none-match"] === "*"));
-  const stuck = fakeS3(() => xml(s3ErrorBody("ConditionalRequestConflict"), 409));
-  await rejectsWith(stuck.store.put("k", new Uint8Array(1), { ifAbsent: true }), "Transport");
+  const stuck = fakeS3(() => xml(s3ErrorBody("ConditionalRequestConflict"), 409), { clock });
+  await rejectsWith(run(stuck.store.put("k", new Uint8Array(1), { ifAbsent: true })), "Transport");
   assert.equal(stuck.seen.length, 4, "three retries, then the error goes to the retry layer");
 });
 

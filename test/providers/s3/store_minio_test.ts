@@ -12,6 +12,7 @@ import { findMinio, type MinioServer, startMinio } from "../../fixtures/minio.ts
 import { tempDir } from "../../_util.ts";
 import { assertNoLeak } from "../_faults.ts";
 import { randomBytes } from "../_bytes.ts";
+import { aheadClock } from "../../_fake_clock.ts";
 
 const MiB = 1024 * 1024;
 
@@ -107,7 +108,7 @@ if ("reason" in found) {
 
       await t.step("clock skew: one re-sign on the server's clock, ahead or behind", async () => {
         for (const offset of [-3 * 3600_000, 2 * 3600_000]) {
-          const store = storeFor(minio, { now: () => new Date(Date.now() + offset) });
+          const store = storeFor(minio, { clock: aheadClock(offset) });
           await store.put("skew/obj", new Uint8Array([1]));
           assert.ok(
             Math.abs(store.clockOffsetMs + offset) < 60_000,
