@@ -1,6 +1,7 @@
 // The `tierd` command line: parses the subcommand and hands off to its module.
 // Exit codes: 0 success, 1 the operation failed, 2 bad usage or bad configuration.
 import { ConfigError } from "../config/error.ts";
+import { StateDirLocked } from "../runtime/state_lock.ts";
 import { VERSION } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { genCommand } from "./gen.ts";
@@ -63,7 +64,7 @@ export async function main(args: string[]): Promise<number> {
       console.error(`tierd: ${err.message}\n\n${USAGE}`);
       return 2;
     }
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof StateDirLocked) {
       console.error(`tierd: ${err.message}`);
       return 2;
     }

@@ -17,7 +17,8 @@ import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
-import { TierWorker } from "../tier/tier_worker.ts";
+import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
+import { lockStateDir } from "../runtime/state_lock.ts";
 import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 
@@ -32,6 +33,8 @@ export async function runCommand(args: string[]): Promise<number> {
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
     );
   }
+  // One agent per state dir, for the life of the process (the kernel drops it on exit).
+  await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
   const opened = await storeFor(ctx);
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
@@ -182,10 +185,30 @@ async function loop(
     opts.logger.warn("filesystem watch unavailable; relying on the periodic scan", { err });
   }
   opts.signal.addEventListener("abort", () => wake?.());
+  const waitFor = async (ms: number) => {
+    await new Promise<void>((resolve) => {
+      const cancel = opts.clock.setTimer(ms, resolve);
+      wake = () => {
+        cancel();
+        idleMs = MIN_IDLE_MS;
+        resolve();
+      };
+    });
+    wake = undefined;
+  };
   try {
     while (!opts.signal.aborted) {
       dirty = false;
-      const report = await worker.pass();
+      let report: PassReport;
+      try {
+        report = await worker.pass();
+      } catch (err) {
+        // Never end the agent over one pass: log it, back off, and try again.
+        opts.logger.error("tier pass failed; retried after a back-off", { err });
+        idleMs = Math.min(idleMs * 2, maxIdleMs);
+        await waitFor(idleMs);
+        continue;
+      }
       if (first) {
         first = false;
         opts.onFirstPass();
@@ -209,15 +232,7 @@ async function loop(
         : Math.min(idleMs * 2, maxIdleMs);
       if (opts.signal.aborted) break;
       // Sealing depends on quiet files, so a pending segment needs a rescan even with no event.
-      await new Promise<void>((resolve) => {
-        const cancel = opts.clock.setTimer(idleMs, resolve);
-        wake = () => {
-          cancel();
-          idleMs = MIN_IDLE_MS;
-          resolve();
-        };
-      });
-      wake = undefined;
+      await waitFor(idleMs);
     }
   } finally {
     watcher?.close();

@@ -1,5 +1,6 @@
-// Object keys of remote segments (DESIGN §3). Keys are deterministic, so a repeated or
-// concurrent upload of the same segment lands on the same key.
+// Object keys of remote segments and manifests. Keys are deterministic, so a repeated or
+// concurrent upload of the same segment lands on the same key; and they parse back, so a
+// listing of the bucket says which partition incarnation and generation each object is from.
 import { incarnationHex, type PartitionId, segmentStem } from "./partition.ts";
 
 /** Everything that names a partition's remote directory. */
@@ -14,16 +15,57 @@ function join(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/");
 }
 
-/** `{prefix}/{cluster}/{s}/{t}/{p}/{incarnation}-{generation}/` */
-export function partitionPrefix(loc: RemoteLocation): string {
+/** The parts of a key above one partition's objects. */
+export interface PartitionRoot extends PartitionId {
+  prefix: string;
+  clusterId: string;
+}
+
+/** `{prefix}/{cluster}/{s}/{t}/{p}/`: every incarnation and generation of a partition. */
+export function partitionRoot(loc: PartitionRoot): string {
   return join(
     loc.prefix.replace(/\/+$/, ""),
     loc.clusterId,
     String(loc.stream),
     String(loc.topic),
     String(loc.partition),
-    `${incarnationHex(loc.incarnation)}-${loc.generation}`,
   ) + "/";
+}
+
+/** `{prefix}/{cluster}/`: where this cluster's objects live (everything tierd wrote). */
+export function clusterRoot(loc: { prefix: string; clusterId: string }): string {
+  return join(loc.prefix.replace(/\/+$/, ""), loc.clusterId) + "/";
+}
+
+/** `{prefix}/{cluster}/{s}/{t}/{p}/{incarnation}-{generation}/` */
+export function partitionPrefix(loc: RemoteLocation): string {
+  return partitionRoot(loc) + `${incarnationHex(loc.incarnation)}-${loc.generation}/`;
+}
+
+/** A segment object's key, parsed. */
+export interface ParsedSegmentKey {
+  incarnation: bigint;
+  generation: bigint;
+  start: bigint;
+  ext: "log" | "index";
+}
+
+const SEGMENT_KEY = /^([0-9a-f]{16})-(0|[1-9][0-9]{0,19})\/([0-9]{20})\.(log|index)$/;
+
+/**
+ * Parses a key under `root` (a {@linkcode partitionRoot}) into the incarnation, generation
+ * and segment it names; undefined for any other key (a manifest, a stranger's object).
+ */
+export function parseSegmentKey(root: string, key: string): ParsedSegmentKey | undefined {
+  if (!key.startsWith(root)) return undefined;
+  const m = SEGMENT_KEY.exec(key.slice(root.length));
+  if (!m) return undefined;
+  return {
+    incarnation: BigInt("0x" + m[1]),
+    generation: BigInt(m[2]),
+    start: BigInt(m[3]),
+    ext: m[4] as "log" | "index",
+  };
 }
 
 /** Keys of one segment's `.log` and `.index` objects. */

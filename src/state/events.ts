@@ -1,6 +1,8 @@
 // The facts a partition's journal records: its incarnation and generation, floor advances,
 // evictions, and every step of a segment's remote lifecycle (DESIGN §5).
 
+import type { SegmentFacts } from "../layout/segment_facts.ts";
+
 /** Why a remote segment is being deleted: cleanup of a failed copy, or total retention. */
 export type DeleteCause = "dangling" | "retention";
 
@@ -133,3 +135,25 @@ export type SegmentEvent = Extract<JournalEvent, { segment: bigint }>;
 
 /** Every event type name. */
 export type JournalEventType = JournalEvent["type"];
+
+/** The journal event of a verified copy of segment `segment` with these facts. */
+export function copyFinishedEvent(
+  segment: bigint,
+  generation: bigint,
+  facts: SegmentFacts,
+  at: number,
+): CopyFinishedEvent {
+  return {
+    type: "copy_finished",
+    segment,
+    generation,
+    endOffset: facts.endOffset,
+    size: facts.size,
+    indexSize: facts.indexSize,
+    startTimestamp: facts.startTimestamp,
+    endTimestamp: facts.endTimestamp,
+    maxTimestamp: facts.maxTimestamp,
+    checksum: facts.checksum,
+    at,
+  };
+}

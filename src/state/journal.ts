@@ -1,5 +1,6 @@
-// The per-partition journal (DESIGN §4): an append-only file of checksummed records, replayed at
-// boot. A torn tail is cut off; compaction replaces the file with a snapshot atomically.
+// The per-partition journal: an append-only file of checksummed records, replayed at boot. An
+// interrupted last append (a torn tail) is cut off; damage anywhere else is reported, never
+// truncated. Compaction replaces the file with a snapshot atomically.
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -21,14 +22,40 @@ export interface TornRecord {
   reason: string;
 }
 
+/**
+ * A bad record that is not an interrupted last write: a valid record follows it, or it is
+ * complete (its whole declared body is there) yet fails its checksum or does not decode.
+ */
+export interface DamagedRecord extends TornRecord {
+  /** Where the next valid record starts, when one follows. */
+  validAgainAt?: number;
+}
+
 /** The result of decoding journal bytes. */
 export interface DecodedRecords {
   /** The events of the valid prefix, in order. */
   events: JournalEvent[];
+  /** The byte position of each event's record. */
+  positions: number[];
   /** Length of the valid prefix in bytes. */
   validBytes: number;
-  /** Set when bytes follow the valid prefix. */
+  /** Set when bytes follow the valid prefix and they are an interrupted last append. */
   torn?: TornRecord;
+  /** Set when bytes follow the valid prefix and they are damage (see {@linkcode DamagedRecord}). */
+  damaged?: DamagedRecord;
+}
+
+/** A journal that cannot be replayed: damage, not an interrupted append. Never truncated. */
+export class JournalDamaged extends Error {
+  override readonly name = "JournalDamaged";
+  constructor(
+    readonly path: string,
+    /** Byte position of the first bad record. */
+    readonly position: number,
+    readonly reason: string,
+  ) {
+    super(`journal ${path} is damaged at byte ${position}: ${reason}`);
+  }
 }
 
 /** Reported by {@linkcode Journal.open} when it truncates a torn tail. */
@@ -71,46 +98,88 @@ export function encodeRecord(event: JournalEvent): Uint8Array {
 }
 
 /**
- * Decodes records from the start of `bytes` up to the first invalid one. Anything from that record
- * on is a torn tail: an append-only log has no other failure it could repair, so a bad record is
- * never skipped. `initHashes()` must have been awaited.
+ * Decodes records from the start of `bytes` up to the first invalid one, and says what the
+ * invalid bytes are. Only an interrupted last append is a torn tail: a header or body cut short
+ * at the end of the file, with no valid record anywhere after it. Anything else — a record that
+ * fails its checksum or does not decode although its whole body is there, or any bad record with
+ * a valid one after it — is damage, which no truncation may paper over. `initHashes()` must have
+ * been awaited.
  *
  * @param bytes Journal file content.
  * @returns The events of the valid prefix, its length, and where and why decoding stopped.
  */
 export function decodeRecords(bytes: Uint8Array): DecodedRecords {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const events: JournalEvent[] = [];
+  const positions: number[] = [];
   let pos = 0;
-  const stop = (reason: string): DecodedRecords => ({
-    events,
-    validBytes: pos,
-    torn: { position: pos, reason },
-  });
   while (pos < bytes.length) {
-    const remaining = bytes.length - pos;
-    if (remaining < RECORD_HEADER_SIZE) {
-      return stop(`short header: ${remaining} of ${RECORD_HEADER_SIZE} bytes`);
+    const r = readRecord(bytes, pos);
+    if (!r.ok) {
+      const validAgainAt = nextValidRecord(bytes, pos + 1);
+      const stop = { position: pos, reason: r.reason };
+      if (r.cut && validAgainAt === undefined) {
+        return { events, positions, validBytes: pos, torn: stop };
+      }
+      return { events, positions, validBytes: pos, damaged: { ...stop, validAgainAt } };
     }
-    const length = view.getUint32(pos, true);
-    if (length > MAX_RECORD_BODY) {
-      return stop(`implausible body length ${length}`);
-    }
-    if (remaining - RECORD_HEADER_SIZE < length) {
-      return stop(`short body: ${remaining - RECORD_HEADER_SIZE} of ${length} bytes`);
-    }
-    const body = bytes.subarray(pos + RECORD_HEADER_SIZE, pos + RECORD_HEADER_SIZE + length);
-    if (xxh3_64(body) !== view.getBigUint64(pos + 4, true)) {
-      return stop("checksum mismatch");
-    }
-    try {
-      events.push(decodeEvent(body));
-    } catch (err) {
-      return stop(`undecodable body: ${(err as Error).message}`);
-    }
-    pos += RECORD_HEADER_SIZE + length;
+    events.push(r.event);
+    positions.push(pos);
+    pos = r.end;
   }
-  return { events, validBytes: pos };
+  return { events, positions, validBytes: pos };
+}
+
+type ReadResult =
+  | { ok: true; event: JournalEvent; end: number }
+  /** `cut`: the record runs past the end of the bytes (what an interrupted append leaves). */
+  | { ok: false; reason: string; cut: boolean };
+
+function readRecord(bytes: Uint8Array, pos: number): ReadResult {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const remaining = bytes.length - pos;
+  if (remaining < RECORD_HEADER_SIZE) {
+    return {
+      ok: false,
+      reason: `short header: ${remaining} of ${RECORD_HEADER_SIZE} bytes`,
+      cut: true,
+    };
+  }
+  const length = view.getUint32(pos, true);
+  if (length > MAX_RECORD_BODY) {
+    return { ok: false, reason: `implausible body length ${length}`, cut: false };
+  }
+  if (remaining - RECORD_HEADER_SIZE < length) {
+    // An interrupted append leaves a prefix of its body. Bytes that checksum as a whole body
+    // are a complete record whose length field was damaged.
+    const rest = bytes.subarray(pos + RECORD_HEADER_SIZE);
+    const whole = rest.length > 0 && xxh3_64(rest) === view.getBigUint64(pos + 4, true);
+    return {
+      ok: false,
+      reason: whole
+        ? `length field says ${length} bytes, but the ${rest.length} that follow are a whole body`
+        : `short body: ${remaining - RECORD_HEADER_SIZE} of ${length} bytes`,
+      cut: !whole,
+    };
+  }
+  const body = bytes.subarray(pos + RECORD_HEADER_SIZE, pos + RECORD_HEADER_SIZE + length);
+  if (xxh3_64(body) !== view.getBigUint64(pos + 4, true)) {
+    return { ok: false, reason: "checksum mismatch", cut: false };
+  }
+  try {
+    return { ok: true, event: decodeEvent(body), end: pos + RECORD_HEADER_SIZE + length };
+  } catch (err) {
+    return { ok: false, reason: `undecodable body: ${(err as Error).message}`, cut: false };
+  }
+}
+
+/** The first position at or after `from` where a whole valid record starts, if any. */
+function nextValidRecord(bytes: Uint8Array, from: number): number | undefined {
+  for (let p = from; p + RECORD_HEADER_SIZE <= bytes.length; p++) {
+    const length = bytes[p] | bytes[p + 1] << 8 | bytes[p + 2] << 16 | (bytes[p + 3] << 24 >>> 0);
+    if (length > MAX_RECORD_BODY || p + RECORD_HEADER_SIZE + length > bytes.length) continue;
+    if (readRecord(bytes, p).ok) return p;
+  }
+  return undefined;
 }
 
 function encodeAll(events: readonly JournalEvent[]): Uint8Array {
@@ -161,18 +230,20 @@ export class Journal {
 
   /**
    * Opens (creating it and its directories if missing) and replays a journal. A torn tail is
-   * truncated on disk, fsynced and reported through `onTornTail`. A `.tmp` left by a compaction
-   * that crashed before its rename is removed.
+   * truncated on disk, fsynced and reported through `onTornTail`; damage is never truncated
+   * (see {@linkcode decodeRecords}). A `.tmp` left by a compaction that crashed before its
+   * rename is removed.
    *
    * @param path The journal file.
    * @param options Torn-tail reporting.
    * @returns The open journal and the events of its valid prefix, in order.
+   * @throws {JournalDamaged} when the journal holds damage rather than a torn tail
    * @throws The `node:fs` error if the file cannot be created, read or truncated.
    */
   static async open(
     path: string,
     options: JournalOpenOptions = {},
-  ): Promise<{ journal: Journal; events: JournalEvent[] }> {
+  ): Promise<{ journal: Journal; events: JournalEvent[]; positions: number[] }> {
     await initHashes();
     await mkdir(dirname(path), { recursive: true });
     await rm(path + ".tmp", { force: true });
@@ -180,6 +251,9 @@ export class Journal {
     try {
       const bytes = await fh.readFile();
       const decoded = decodeRecords(bytes);
+      if (decoded.damaged) {
+        throw new JournalDamaged(path, decoded.damaged.position, decoded.damaged.reason);
+      }
       if (decoded.torn) {
         await fh.truncate(decoded.validBytes);
         await fh.sync();
@@ -190,7 +264,11 @@ export class Journal {
           reason: decoded.torn.reason,
         });
       }
-      return { journal: new Journal(path, fh, decoded.validBytes), events: decoded.events };
+      return {
+        journal: new Journal(path, fh, decoded.validBytes),
+        events: decoded.events,
+        positions: decoded.positions,
+      };
     } catch (err) {
       await fh.close();
       throw err;

@@ -67,8 +67,10 @@ async function checkMarker(
     }
     return { name, path, found: { start, path, marker } };
   } catch (err) {
-    if (!(err instanceof MarkerError)) throw err;
-    return { name, path, reason: err.message };
+    if (err instanceof MarkerError) return { name, path, reason: err.message };
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EISDIR") return { name, path, reason: `${path} is a directory, not a marker` };
+    throw err;
   }
 }
 

@@ -428,3 +428,8 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
       return { ...prev!, evicted: true };
   }
 }
+
+/** A cleaned-up failed copy: its record no longer holds anything back. */
+export function isCleanedDangling(r: SegmentRecord): boolean {
+  return r.state === "DELETE_SEGMENT_FINISHED" && r.deleteCause === "dangling";
+}

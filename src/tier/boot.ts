@@ -1,52 +1,131 @@
-// Boot reconciliation of one partition, before its first pass: record its incarnation (a new
-// one for a recreated directory), turn copies and cleanups a crash cut off into DANGLING, and
-// check the `.remote` markers — quarantining untrusted ones and recording evictions a crash
-// left unrecorded.
+// Boot reconciliation of one partition, before its first pass. The incarnation is settled by
+// content (a moved or restored directory keeps it; a recreated topic gets a new one), and a
+// partition with no journal is rebuilt from the bucket; copies and cleanups a crash cut off
+// become DANGLING; `.remote` markers are checked — untrusted ones quarantined, evictions a crash
+// left unrecorded recorded, and copies the journal does not know adopted from the bucket.
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
+import type { SegmentFiles } from "../partition/segments.ts";
 import { type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
-import { getSegment, segmentsOf } from "../state/segment_state.ts";
-import type { PartitionLedger } from "./partition_ledger.ts";
+import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
+import { judgeIncarnation, type KnownSegment } from "./incarnation_evidence.ts";
+import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext } from "./phase.ts";
+import { adoptFromBucket, localPrefixHash, rebuildFromBucket, type Rebuilt } from "./rebuild.ts";
+
+/** How the partition's incarnation was settled at boot. */
+export type IncarnationOutcome =
+  | { kind: "kept" }
+  | { kind: "moved"; reason: string }
+  | { kind: "rebuilt"; rebuilt: Rebuilt }
+  | { kind: "new"; incarnation: bigint; reason: string };
 
 /** What boot reconciliation changed. */
 export interface BootOutcome {
-  /** Set when a new incarnation was recorded (first sight, or a recreated directory). */
-  incarnation?: bigint;
+  incarnation: IncarnationOutcome;
   /** Copies and cleanups found cut off, now DANGLING. */
   interrupted: number;
   quarantined: QuarantinedMarker[];
   /** Segments whose marker proves them evicted, now recorded so. */
   evictionsRecorded: number;
+  /** Copies the journal did not know, adopted from the bucket. */
+  adopted: number;
 }
 
-/** Reconciles `ledger` with the partition directory `part` and the markers beside the journal. */
+/** Reconciles `ledger` with the partition directory `part`, its markers and the bucket. */
 export async function reconcileAtBoot(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   part: DiscoveredPartition,
+  keySpace: KeySpace,
 ): Promise<BootOutcome> {
-  const incarnation = await checkIncarnation(ctx, ledger, part);
+  const local = await listLocal(ctx, part.dir);
+  const incarnation = await settleIncarnation(ctx, ledger, part, local, keySpace);
   const interrupted = await interruptedWork(ctx, ledger);
-  const markers = await reconcileMarkers(ctx, ledger, part.dir);
+  const markers = await reconcileMarkers(ctx, ledger, local);
   return { incarnation, interrupted, ...markers };
 }
 
-async function checkIncarnation(
+/**
+ * The journal's incarnation stays when the directory is the one it was recorded for, or when
+ * its segments match what the journal knows (a copied or restored directory, new device
+ * numbers). Without a journal the bucket decides. Otherwise the partition is new.
+ */
+async function settleIncarnation(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   part: DiscoveredPartition,
-): Promise<bigint | undefined> {
+  local: readonly SegmentFiles[],
+  keySpace: KeySpace,
+): Promise<IncarnationOutcome> {
   const s = ledger.state;
   if (s.incarnation !== undefined && s.device === part.device && s.inode === part.inode) {
-    return undefined;
+    return { kind: "kept" };
   }
-  const incarnation = newIncarnation();
+  const at = ctx.clock.now();
   if (s.incarnation !== undefined) {
-    ctx.log.warn("partition directory was recreated: new incarnation", {
-      old_incarnation: s.incarnation,
-      incarnation,
+    const verdict = await judgeIncarnation(
+      local.map((l) => l.start),
+      knownByJournal(s),
+      localPrefixHash(local),
+      "journal",
+    );
+    if (verdict.verdict !== "different") {
+      await ledger.record({
+        type: "incarnation",
+        incarnation: s.incarnation,
+        device: part.device,
+        inode: part.inode,
+        at,
+      });
+      ctx.log.info("partition directory moved or restored: same incarnation", {
+        incarnation: s.incarnation,
+        evidence: verdict.reason,
+      });
+      return { kind: "moved", reason: verdict.reason };
+    }
+    return await startNew(ctx, ledger, part, `recreated: ${verdict.reason}`, s.incarnation);
+  }
+  const { rebuilt, rejected } = await rebuildFromBucket(ctx, ledger, part, local, keySpace);
+  if (rebuilt) {
+    ctx.observer.stateRebuilt?.(ledger.label, rebuilt.segments);
+    ctx.log.warn("no journal for this partition: rebuilt its state from the bucket", {
+      incarnation: rebuilt.incarnation,
+      generation: rebuilt.generation,
+      segments: rebuilt.segments,
+      evicted: rebuilt.evicted,
+      evidence: rebuilt.verdict.reason,
     });
+    for (const p of rebuilt.problems) {
+      ctx.log.error("remote object not usable while rebuilding; not adopted", {
+        key: p.key,
+        reason: p.reason,
+      });
+    }
+    return { kind: "rebuilt", rebuilt };
+  }
+  const reason = rejected.length === 0
+    ? "first seen (nothing in the bucket)"
+    : `none of the bucket's incarnations matches: ${rejected.join("; ")}`;
+  return await startNew(ctx, ledger, part, reason);
+}
+
+async function startNew(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  part: DiscoveredPartition,
+  reason: string,
+  old?: bigint,
+): Promise<IncarnationOutcome> {
+  const incarnation = newIncarnation();
+  if (old !== undefined) {
+    ctx.log.warn("partition directory was recreated: new incarnation", {
+      old_incarnation: old,
+      incarnation,
+      evidence: reason,
+    });
+  } else if (reason !== "first seen (nothing in the bucket)") {
+    ctx.log.warn("new incarnation", { incarnation, evidence: reason });
   }
   await ledger.record({
     type: "incarnation",
@@ -55,7 +134,17 @@ async function checkIncarnation(
     inode: part.inode,
     at: ctx.clock.now(),
   });
-  return incarnation;
+  return { kind: "new", incarnation, reason };
+}
+
+/** The verified copies of the current generation a journal knows. */
+function knownByJournal(s: PartitionState): KnownSegment[] {
+  return segmentsOf(s).filter((r) => r.meta && r.generation === s.generation).map((r) => ({
+    start: r.start,
+    endOffset: r.meta!.endOffset,
+    size: r.meta!.size,
+    checksum: r.meta!.checksum,
+  }));
 }
 
 /**
@@ -85,13 +174,14 @@ async function interruptedWork(ctx: PhaseContext, ledger: PartitionLedger): Prom
 
 /**
  * Quarantines untrusted markers; a trusted marker whose broker `.log` is gone is a remote
- * segment — records the eviction a crash may have left unrecorded.
+ * segment — records the eviction a crash may have left unrecorded; a trusted marker the journal
+ * has no record of (a journal cut short) is checked against the bucket and adopted.
  */
 async function reconcileMarkers(
   ctx: PhaseContext,
   ledger: PartitionLedger,
-  dir: string,
-): Promise<{ quarantined: QuarantinedMarker[]; evictionsRecorded: number }> {
+  local: readonly SegmentFiles[],
+): Promise<{ quarantined: QuarantinedMarker[]; evictionsRecorded: number; adopted: number }> {
   const { markers, quarantined } = await scanMarkers(
     ledger.stateDir,
     ledger.location().incarnation,
@@ -106,11 +196,12 @@ async function reconcileMarkers(
     });
   }
   let evictionsRecorded = 0;
-  if (markers.length === 0) return { quarantined, evictionsRecorded };
-  const local = new Set((await listLocal(ctx, dir)).map((s) => s.start));
+  const present = new Set(local.map((s) => s.start));
+  const unknown = new Set<bigint>();
   for (const m of markers) {
     const rec = getSegment(ledger.state, m.marker.generation, m.start);
-    if (rec?.state === "COPY_SEGMENT_FINISHED" && !rec.evicted && !local.has(m.start)) {
+    if (!rec && m.marker.generation === ledger.state.generation) unknown.add(m.start);
+    if (rec?.state === "COPY_SEGMENT_FINISHED" && !rec.evicted && !present.has(m.start)) {
       await ledger.record({
         type: "evicted",
         segment: m.start,
@@ -120,5 +211,22 @@ async function reconcileMarkers(
       evictionsRecorded++;
     }
   }
-  return { quarantined, evictionsRecorded };
+  let adopted = 0;
+  if (unknown.size > 0) {
+    const result = await adoptFromBucket(ctx, ledger, local, unknown);
+    adopted = result.adopted;
+    ctx.log.warn("markers the journal does not list: their copies adopted from the bucket", {
+      markers: unknown.size,
+      adopted,
+    });
+    const missing = unknown.size - adopted;
+    if (missing > 0) {
+      ctx.observer.remoteObjectsMissing?.(missing);
+      ctx.log.error("markers name copies the bucket does not hold (or cannot prove)", {
+        markers: [...unknown].map(String),
+        problems: result.problems,
+      });
+    }
+  }
+  return { quarantined, evictionsRecorded, adopted };
 }

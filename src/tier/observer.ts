@@ -10,4 +10,10 @@ export interface TierObserver {
   journalTornTail?(path: string): void;
   /** 1 while uploads cannot reach the store, 0 once they can. */
   stalled?(value: 0 | 1): void;
+  /** A partition's local state was found damaged (`reason` names the file and the position). */
+  stateDamaged?(partition: string, reason: string): void;
+  /** A partition's local state was rebuilt from the bucket (`segments` copies recorded). */
+  stateRebuilt?(partition: string, segments: number): void;
+  /** Copies the journal or a marker says exist were not found in the store. */
+  remoteObjectsMissing?(count: number): void;
 }

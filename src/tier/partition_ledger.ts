@@ -1,19 +1,21 @@
 // A partition's durable state: its journal, the state folded from it, and the `.remote` markers
 // and kept index copies beside it. Every change is validated, journaled (fsynced) and only then
 // applied, so the in-memory state never runs ahead of what a restart would replay.
-import { unlink } from "node:fs/promises";
+import { rename, unlink } from "node:fs/promises";
 import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import { markerOf } from "../layout/segment_facts.ts";
 import { journalPath, markerPaths, partitionStateDir } from "../layout/state_paths.ts";
 import type { JournalEvent } from "../state/events.ts";
-import { Journal, type TornTailInfo } from "../state/journal.ts";
+import { Journal, JournalDamaged, type TornTailInfo } from "../state/journal.ts";
 import { writeMarker } from "../state/marker.ts";
+import { fsyncDir, writeFileDurable } from "../state/durable.ts";
 import { keepIndexCopy } from "../state/marker_dir.ts";
 import {
   applyEvent,
   checkEvent,
   fold,
+  JournalStateError,
   type PartitionState,
   type SegmentRecord,
   snapshotEvents,
@@ -62,8 +64,20 @@ export class PartitionLedger {
     options: { onTornTail?: (t: TornTailInfo) => void } = {},
   ): Promise<PartitionLedger> {
     const dir = partitionStateDir(stateRoot, id);
-    const { journal, events } = await Journal.open(journalPath(dir), options);
-    return new PartitionLedger(id, dir, keySpace, journal, fold(events));
+    const path = journalPath(dir);
+    const { journal, events, positions } = await Journal.open(path, options);
+    let state: PartitionState;
+    try {
+      state = fold(events);
+    } catch (err) {
+      await journal.close();
+      if (!(err instanceof JournalStateError)) throw err;
+      // Every record checks out, yet together they say something impossible (a record written
+      // twice, say): damage, like a bad checksum.
+      const at = events.indexOf(err.event);
+      throw new JournalDamaged(path, positions[at] ?? 0, `record ${at + 1}: ${err.message}`);
+    }
+    return new PartitionLedger(id, dir, keySpace, journal, state);
   }
 
   /** The folded state (read-only; replaced, never mutated, by {@linkcode record}). */
@@ -124,6 +138,11 @@ export class PartitionLedger {
     );
   }
 
+  /** Writes a segment's kept index copy durably (from bytes fetched from the store). */
+  async writeIndexCopy(start: bigint, bytes: Uint8Array): Promise<void> {
+    await writeFileDurable(markerPaths(this.stateDir, start).index, bytes);
+  }
+
   /** Removes a segment's marker and kept index copy (its remote copy is gone). */
   async removeMarker(start: bigint): Promise<void> {
     const paths = markerPaths(this.stateDir, start);
@@ -140,6 +159,24 @@ export class PartitionLedger {
   async close(): Promise<void> {
     await this.#journal.close();
   }
+}
+
+/**
+ * Moves a partition's journal that cannot be replayed out of the way (kept for inspection,
+ * never deleted), so a fresh one can be rebuilt in its place.
+ * @returns where it went
+ */
+export async function setJournalAside(
+  stateRoot: string,
+  id: PartitionId,
+  at: number,
+): Promise<string> {
+  const dir = partitionStateDir(stateRoot, id);
+  const path = journalPath(dir);
+  const kept = `${path}.damaged-${at}`;
+  await rename(path, kept);
+  await fsyncDir(dir);
+  return kept;
 }
 
 /** Unlinks a file; one that is already gone is not an error. */

@@ -4,13 +4,15 @@
 import type { TopicConfig } from "../config/schema.ts";
 import { detectFormat } from "../format/detect.ts";
 import type { FormatName } from "../format/types.ts";
-import type { PartitionId } from "../layout/partition.ts";
+import { type PartitionId, partitionLabel } from "../layout/partition.ts";
+import type { TornTailInfo } from "../state/journal.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { type BootOutcome, reconcileAtBoot } from "./boot.ts";
+import { damageOf, type LocalDamage } from "./damage.ts";
 import type { Evictor } from "./evictor.ts";
-import { type KeySpace, PartitionLedger } from "./partition_ledger.ts";
+import { type KeySpace, PartitionLedger, setJournalAside } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext, type Problems } from "./phase.ts";
 import { cleanupPhase } from "./phases/cleanup.ts";
 import { type ChainGap, type CopyOutcome, copyPhase } from "./phases/copy.ts";
@@ -53,7 +55,7 @@ export class PartitionTier {
   readonly ledger: PartitionLedger;
   /** The broker's partition directory. */
   readonly dir: string;
-  readonly boot: BootOutcome;
+  readonly boot: BootOutcome & { damage?: LocalDamage };
   readonly #ctx: PhaseContext;
   readonly #evictor: Evictor;
   readonly #reportedGaps = new Set<string>();
@@ -65,7 +67,7 @@ export class PartitionTier {
     ledger: PartitionLedger,
     part: DiscoveredPartition,
     evictor: Evictor,
-    boot: BootOutcome,
+    boot: BootOutcome & { damage?: LocalDamage },
   ) {
     this.#ctx = ctx;
     this.ledger = ledger;
@@ -84,8 +86,9 @@ export class PartitionTier {
     keySpace: KeySpace,
     evictor: Evictor,
   ): Promise<PartitionTier> {
-    const ledger = await PartitionLedger.open(ctx.config.agent.state_dir, part, keySpace, {
-      onTornTail: (t) => {
+    const stateRoot = ctx.config.agent.state_dir;
+    const options = {
+      onTornTail: (t: TornTailInfo) => {
         ctx.observer.journalTornTail?.(t.path);
         ctx.log.warn("journal torn tail truncated", {
           path: t.path,
@@ -94,9 +97,34 @@ export class PartitionTier {
           reason: t.reason,
         });
       },
-    });
-    const boot = await reconcileAtBoot(ctx, ledger, part);
-    return new PartitionTier(ctx, ledger, part, evictor, boot);
+    };
+    let ledger: PartitionLedger;
+    let damage: LocalDamage | undefined;
+    try {
+      ledger = await PartitionLedger.open(stateRoot, part, keySpace, options);
+    } catch (err) {
+      damage = damageOf(err);
+      if (!damage) throw err;
+      // Loud and contained: the bad journal is kept for inspection, and the partition is
+      // rebuilt from the bucket before it does anything else.
+      const keptAt = await setJournalAside(stateRoot, part, ctx.clock.now());
+      damage = { ...damage, keptAt };
+      ctx.observer.stateDamaged?.(partitionLabel(part), damage.reason);
+      ctx.log.error("partition journal damaged: kept aside, rebuilding from the bucket", {
+        path: damage.path,
+        position: damage.position,
+        reason: damage.reason,
+        kept_at: keptAt,
+      });
+      ledger = await PartitionLedger.open(stateRoot, part, keySpace, options);
+    }
+    try {
+      const boot = await reconcileAtBoot(ctx, ledger, part, keySpace);
+      return new PartitionTier(ctx, ledger, part, evictor, { ...boot, damage });
+    } catch (err) {
+      await ledger.close();
+      throw err;
+    }
   }
 
   get id(): PartitionId {

@@ -7,7 +7,7 @@ import type { OpClassPacer } from "../../providers/pacer.ts";
 import { PartBufferPool } from "../../providers/part_pool.ts";
 import { Deadline } from "../../providers/retry.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
-import type { ObjectStore } from "../../providers/types.ts";
+import { isRetryable, type ObjectStore } from "../../providers/types.ts";
 import { type Config, resolveEvictVia } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
@@ -134,7 +134,7 @@ export class TierWorker {
    */
   async open(): Promise<number> {
     await this.#running?.catch(() => {});
-    return (await this.#discover()).length;
+    return (await this.#discover()).partitions.length;
   }
 
   /** Runs one pass; a call while a pass runs joins that pass. */
@@ -148,7 +148,7 @@ export class TierWorker {
   }
 
   async #pass(): Promise<PassReport> {
-    const partitions = await this.#discover();
+    const { partitions, failed } = await this.#discover();
     // Pressured partitions first, then those with the most waiting work.
     partitions.sort((a, b) =>
       Number(b.lastPass?.pressured ?? false) - Number(a.lastPass?.pressured ?? false) ||
@@ -187,14 +187,20 @@ export class TierWorker {
       }
     };
     await Promise.all(Array.from({ length: Math.min(width, partitions.length) }, lane));
+    reports.push(...failed);
     reports.sort((a, b) => a.partition.localeCompare(b.partition));
     const report = summarize(reports);
     this.#shared.observer.stalled?.(report.storeUnreachable && report.pending > 0 ? 1 : 0);
     return report;
   }
 
-  /** Finds the tiered partitions, opening new (or recreated) ones and closing vanished ones. */
-  async #discover(): Promise<PartitionTier[]> {
+  /**
+   * Finds the tiered partitions, opening new (or recreated) ones and closing vanished ones. A
+   * partition that cannot be opened (its state volume full, the bucket unreachable while its
+   * state is rebuilt) is reported failed for this pass and tried again next pass; it never
+   * stops the others.
+   */
+  async #discover(): Promise<{ partitions: PartitionTier[]; failed: PartitionPassReport[] }> {
     const config = this.#config;
     const found = await discoverPartitions(
       config.agent.data_dir,
@@ -202,21 +208,35 @@ export class TierWorker {
     );
     const seen = new Set<string>();
     const out: PartitionTier[] = [];
+    const failed: PartitionPassReport[] = [];
     for (const part of found) {
       seen.add(part.dir);
       let p = this.#partitions.get(part.dir);
       if (p && (p.state.device !== part.device || p.state.inode !== part.inode)) {
-        await p.close(); // the directory was recreated: reopen to start a new incarnation
+        await p.close(); // the directory was recreated: reopen to settle its incarnation
+        this.#partitions.delete(part.dir);
         p = undefined;
       }
       if (!p) {
-        const log = this.#logger.child({ partition: partitionLabel(part) });
-        p = await PartitionTier.open(
-          { ...this.#shared, log },
-          part,
-          { prefix: this.#prefix, clusterId: config.agent.cluster_id },
-          this.#evictor,
-        );
+        const label = partitionLabel(part);
+        const log = this.#logger.child({ partition: label });
+        try {
+          p = await PartitionTier.open(
+            { ...this.#shared, log },
+            part,
+            { prefix: this.#prefix, clusterId: config.agent.cluster_id },
+            this.#evictor,
+          );
+        } catch (err) {
+          log.error("cannot open the partition's state; tried again next pass", { err });
+          failed.push({
+            ...emptyPassReport(label, -1n),
+            errors: [`partition ${label}: cannot open its state: ${(err as Error).message}`],
+            storeUnreachable: isRetryable(err),
+            pending: 1,
+          });
+          continue;
+        }
         this.#partitions.set(part.dir, p);
       }
       out.push(p);
@@ -228,7 +248,7 @@ export class TierWorker {
         this.#partitions.delete(dir);
       }
     }
-    return out;
+    return { partitions: out, failed };
   }
 
   /** Waits for a running pass, then closes every partition's journal. */

@@ -64,7 +64,7 @@ Deno.test("every event round-trips through encodeRecord/decodeRecords (property,
   assert.deepEqual([...seen].sort(), [...EVENT_TYPES].sort());
 });
 
-Deno.test("any single flipped byte stops decoding at the damaged record (property, 3000 runs)", () => {
+Deno.test("any single flipped byte stops decoding at the damaged record, reported as damage, never a torn tail (property, 3000 runs)", () => {
   fc.assert(
     fc.property(
       fc.array(anyEvent(), { minLength: 1, maxLength: 6 }),
@@ -78,7 +78,16 @@ Deno.test("any single flipped byte stops decoding at the damaged record (propert
         const decoded = decodeRecords(bytes);
         assert.deepEqual(decoded.events, events.slice(0, damaged));
         assert.equal(decoded.validBytes, starts[damaged]);
-        assert.equal(decoded.torn?.position, starts[damaged]);
+        assert.equal(decoded.damaged?.position, starts[damaged]);
+        assert.equal(
+          decoded.torn,
+          undefined,
+          "a flipped byte is damage, not an interrupted append",
+        );
+        // Where a whole record follows the damaged one, decoding says where it starts.
+        if (damaged + 1 < events.length) {
+          assert.equal(decoded.damaged?.validAgainAt, starts[damaged + 1]);
+        }
       },
     ),
     { numRuns: 3000 },
@@ -95,19 +104,53 @@ Deno.test("a journal cut at any byte replays exactly the whole records before th
       assert.deepEqual(decoded.events, events.slice(0, whole));
       assert.equal(decoded.validBytes, starts[whole]);
       assert.equal(decoded.torn === undefined, cut === starts[whole]);
+      assert.equal(decoded.damaged, undefined, "a cut is an interrupted append, not damage");
     }),
     { numRuns: 2000 },
   );
 });
 
-Deno.test("a bad record in the middle is a torn tail from that point", () => {
+Deno.test("a bad record in the middle is damage, with where the valid records resume", () => {
   const a: JournalEvent = { type: "generation", generation: 1n, at: 1 };
   const b: JournalEvent = { type: "generation", generation: 2n, at: 2 };
   const ra = encodeRecord(a);
   const garbage = new Uint8Array([1, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 0x7b]);
   const decoded = decodeRecords(concat([ra, garbage, encodeRecord(b)]));
   assert.deepEqual(decoded.events, [a]);
-  assert.deepEqual(decoded.torn, { position: ra.length, reason: "checksum mismatch" });
+  assert.equal(decoded.torn, undefined);
+  assert.deepEqual(decoded.damaged, {
+    position: ra.length,
+    reason: "checksum mismatch",
+    validAgainAt: ra.length + garbage.length,
+  });
+});
+
+Deno.test("only an incomplete last record is a torn tail; a complete bad one is damage", () => {
+  const a: JournalEvent = { type: "generation", generation: 1n, at: 1 };
+  const b: JournalEvent = { type: "generation", generation: 2n, at: 2 };
+  const ra = encodeRecord(a);
+  const rb = encodeRecord(b);
+  // Half of the last record: what an interrupted append leaves.
+  const torn = decodeRecords(concat([ra, rb.subarray(0, rb.length - 5)]));
+  assert.deepEqual(torn.events, [a]);
+  assert.equal(torn.torn?.position, ra.length);
+  assert.equal(torn.damaged, undefined);
+  // The whole last record with one bit flipped in its body.
+  const flipped = rb.slice();
+  flipped[rb.length - 2] ^= 1;
+  const bad = decodeRecords(concat([ra, flipped]));
+  assert.equal(bad.torn, undefined);
+  assert.deepEqual(bad.damaged, {
+    position: ra.length,
+    reason: "checksum mismatch",
+    validAgainAt: undefined,
+  });
+  // Its length field made larger: the bytes that follow still checksum as a whole body.
+  const longer = rb.slice();
+  new DataView(longer.buffer).setUint32(0, rb.length, true);
+  const lengthDamaged = decodeRecords(concat([ra, longer]));
+  assert.equal(lengthDamaged.torn, undefined);
+  assert.match(lengthDamaged.damaged?.reason ?? "", /length field says/);
 });
 
 Deno.test("a checksummed body that is not a valid event is reported as undecodable", () => {
@@ -134,7 +177,8 @@ Deno.test("a checksummed body that is not a valid event is reported as undecodab
     record.set(body, RECORD_HEADER_SIZE);
     const decoded = decodeRecords(record);
     assert.equal(decoded.events.length, 0);
-    assert.match(decoded.torn?.reason ?? "", /^undecodable body/, text);
+    assert.match(decoded.damaged?.reason ?? "", /^undecodable body/, text);
+    assert.equal(decoded.torn, undefined, "a checksummed body is never an interrupted append");
   }
 });
 

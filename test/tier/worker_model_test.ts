@@ -902,8 +902,9 @@ Deno.test("a dangling cleanup cut off by a crash is finished after the restart",
       messages: 40,
       segmentSize: 1024,
     });
-    sim.setUnavailable(true);
     const down = plainWorker(config, sim);
+    await down.open(); // a partition seen for the first time asks the bucket about itself
+    sim.setUnavailable(true);
     await down.pass();
     await down.close();
     sim.setUnavailable(false);

@@ -6,6 +6,7 @@ import { type ObjectStore, StoreError } from "../../../providers/types.ts";
 import type { ObjectFacts } from "../../layout/object_metadata.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
+import { copyFinishedEvent } from "../../state/events.ts";
 import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
 import { CopyMismatchError, segmentSource, verifyCopy } from "../copy_segment.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
@@ -17,7 +18,6 @@ import {
   stopping,
   withSegmentDeadline,
 } from "../phase.ts";
-import { finishedEvent } from "./copy.ts";
 
 /** What the cleanup phase did. */
 export interface CleanupOutcome extends Problems {
@@ -78,7 +78,7 @@ function cleanOne(
     await abortOpenUploads(store, rec, keys.log);
     const facts = await adoptableCopy(ledger, store, rec, input);
     if (facts) {
-      await ledger.record(finishedEvent(rec.start, rec.generation, facts, ctx.clock.now()));
+      await ledger.record(copyFinishedEvent(rec.start, rec.generation, facts, ctx.clock.now()));
       ctx.log.info("dangling segment adopted: the store holds a complete copy", {
         segment: rec.start,
         key: keys.log,

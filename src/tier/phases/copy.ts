@@ -3,10 +3,9 @@
 // DANGLING and holds back the segments after it until its cleanup has run.
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { getSegment } from "../../state/segment_state.ts";
-import type { JournalEvent } from "../../state/events.ts";
+import { getSegment, isCleanedDangling } from "../../state/segment_state.ts";
+import { copyFinishedEvent } from "../../state/events.ts";
 import type { ObjectFacts } from "../../layout/object_metadata.ts";
-import type { SegmentFacts } from "../../layout/segment_facts.ts";
 import { copySegment, type SegmentSource, segmentSource } from "../copy_segment.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import {
@@ -17,7 +16,6 @@ import {
   stopping,
   withSegmentDeadline,
 } from "../phase.ts";
-import { isCleanedDangling } from "./floor.ts";
 
 /** A hole (or overlap) between two consecutive local segments. */
 export interface ChainGap {
@@ -149,7 +147,7 @@ async function copyOne(
             }),
         }),
     );
-    await ledger.record(finishedEvent(seg.start, generation, src.meta, ctx.clock.now()));
+    await ledger.record(copyFinishedEvent(seg.start, generation, src.meta, ctx.clock.now()));
     const seconds = (ctx.clock.monotonic() - started) / 1000;
     if (outcome === "adopted") out.adopted++;
     else out.copied++;
@@ -184,26 +182,4 @@ async function copyOne(
     });
     return undefined;
   }
-}
-
-/** The journal event of a verified copy. */
-export function finishedEvent(
-  segment: bigint,
-  generation: bigint,
-  facts: SegmentFacts,
-  at: number,
-): JournalEvent {
-  return {
-    type: "copy_finished",
-    segment,
-    generation,
-    endOffset: facts.endOffset,
-    size: facts.size,
-    indexSize: facts.indexSize,
-    startTimestamp: facts.startTimestamp,
-    endTimestamp: facts.endTimestamp,
-    maxTimestamp: facts.maxTimestamp,
-    checksum: facts.checksum,
-    at,
-  };
 }

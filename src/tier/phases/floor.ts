@@ -1,16 +1,14 @@
 // The floor phase: `tiered_up_to_offset` only moves forward, over segments safely in the store
 // and over gaps the broker's retention left before a copy (recorded as `lost_before_upload`,
-// never hidden); a purge, which restarts offsets below the floor, starts a new generation.
+// never hidden, and only when the bucket does not hold them either); a purge, which restarts
+// offsets below the floor, starts a new generation.
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
+import { isCleanedDangling, segmentsOf } from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
+import { isRetryable } from "../../../providers/types.ts";
 import type { PhaseContext } from "../phase.ts";
+import { adoptFromBucket } from "../rebuild.ts";
 import { computeFloor } from "../policy.ts";
-
-/** A cleaned-up failed copy: its record no longer holds anything back. */
-export function isCleanedDangling(r: SegmentRecord): boolean {
-  return r.state === "DELETE_SEGMENT_FINISHED" && r.deleteCause === "dangling";
-}
 
 /**
  * Advances the floor over the longest contiguous prefix of copied (or lost) segments.
@@ -42,7 +40,10 @@ export async function advanceFloor(ctx: PhaseContext, ledger: PartitionLedger): 
 
 /**
  * Offsets below the first local segment that no journal record covers were deleted by the
- * broker before tierd copied them: records the gap so the floor can pass it, visibly.
+ * broker before tierd copied them — unless the bucket holds them (a journal cut short, a state
+ * dir restored from an old backup): those copies are adopted first, and only a range that no
+ * broker file, marker or object holds is recorded as `lost_before_upload`, visibly. While the
+ * bucket cannot be asked, nothing is recorded.
  * @returns how many gaps were recorded (0 or 1)
  */
 export async function recordLosses(
@@ -51,31 +52,66 @@ export async function recordLosses(
   segments: readonly SegmentFiles[],
 ): Promise<number> {
   if (segments.length === 0) return 0;
+  const found = await unrecordedGap(ctx, ledger, segments);
+  if (!found) return 0;
+  let gap = found;
+  try {
+    const { adopted } = await adoptFromBucket(ctx, ledger, segments);
+    if (adopted > 0) {
+      ctx.log.warn("copies the journal did not know were found in the bucket and adopted", {
+        adopted,
+        range_from: gap.from,
+        range_to: gap.to,
+      });
+      const left = await unrecordedGap(ctx, ledger, segments);
+      if (!left) return 0;
+      gap = left;
+    }
+  } catch (err) {
+    if (!isRetryable(err)) throw err;
+    ctx.log.warn(
+      "cannot ask the bucket about offsets the journal does not cover; not recording them lost yet",
+      {
+        range_from: gap.from,
+        range_to: gap.to,
+        err,
+      },
+    );
+    return 0;
+  }
+  await ledger.record({
+    type: "lost_before_upload",
+    segment: gap.from,
+    generation: ledger.state.generation,
+    endOffset: gap.to,
+    at: ctx.clock.now(),
+  });
+  ctx.observer.lostBeforeUpload?.(1);
+  ctx.log.warn("offsets deleted by the broker before they were copied", {
+    lost_from: gap.from,
+    lost_to: gap.to,
+  });
+  return 1;
+}
+
+/** The offsets below the first local segment that no record covers, if any. */
+async function unrecordedGap(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly SegmentFiles[],
+): Promise<{ from: bigint; to: bigint } | undefined> {
   await advanceFloor(ctx, ledger);
   const state = ledger.state;
   const firstLocal = segments[0].start;
   const next = state.floor + 1n;
-  if (next >= firstLocal) return 0;
+  if (next >= firstLocal) return undefined;
   // The gap ends at the first record that still means something (a copy, or a dangling one
   // that needs its own cleanup first), or at the first local segment.
   const blocker = segmentsOf(state).find((r) =>
     r.start >= next && r.start < firstLocal && !isCleanedDangling(r)
   );
-  const lostTo = (blocker?.start ?? firstLocal) - 1n;
-  if (lostTo < next) return 0;
-  await ledger.record({
-    type: "lost_before_upload",
-    segment: next,
-    generation: state.generation,
-    endOffset: lostTo,
-    at: ctx.clock.now(),
-  });
-  ctx.observer.lostBeforeUpload?.(1);
-  ctx.log.warn("offsets deleted by the broker before they were copied", {
-    lost_from: next,
-    lost_to: lostTo,
-  });
-  return 1;
+  const to = (blocker?.start ?? firstLocal) - 1n;
+  return to < next ? undefined : { from: next, to };
 }
 
 /**

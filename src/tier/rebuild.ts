@@ -1,0 +1,256 @@
+// The bucket rebuilds what the host lost. With no journal (a new or wiped state dir, or a
+// damaged journal set aside), the partition's incarnation is chosen by content among those in
+// the bucket and a fresh journal records what the bucket proves, markers and kept index copies
+// included. With a journal that is only behind (truncated, or markers it does not list), the
+// copies it lacks are adopted from the bucket instead of being called lost.
+import { forEachBounded } from "../../providers/concurrency.ts";
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
+import { partitionRoot, segmentKeys } from "../layout/object_keys.ts";
+import { fromUserMetadata } from "../layout/object_metadata.ts";
+import type { DiscoveredPartition } from "../partition/discover.ts";
+import type { SegmentFiles } from "../partition/segments.ts";
+import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
+import { getSegment, segmentsOf } from "../state/segment_state.ts";
+import { hashFile } from "./file_hash.ts";
+import {
+  type IncarnationVerdict,
+  judgeIncarnation,
+  type KnownSegment,
+  type LocalPrefixHash,
+} from "./incarnation_evidence.ts";
+import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
+import { type PhaseContext, withSegmentDeadline } from "./phase.ts";
+import {
+  headSegments,
+  type InventoryProblem,
+  listRemoteGenerations,
+  type RemoteGeneration,
+  type RemoteSegment,
+} from "./remote_inventory.ts";
+
+/** Index copies fetched at once while rebuilding. */
+const FETCH_CONCURRENCY = 8;
+
+/** What a rebuild from the bucket found and recorded. */
+export interface Rebuilt {
+  incarnation: bigint;
+  generation: bigint;
+  /** Segments recorded as verified copies. */
+  segments: number;
+  /** Of those, the ones with no local files (recorded evicted, marker written). */
+  evicted: number;
+  problems: InventoryProblem[];
+  verdict: IncarnationVerdict;
+}
+
+/** Hashes the first `size` bytes of a local segment, for the incarnation evidence. */
+export function localPrefixHash(local: readonly SegmentFiles[]): LocalPrefixHash {
+  const byStart = new Map(local.map((s) => [s.start, s]));
+  return async (start, size) => {
+    const seg = byStart.get(start);
+    if (!seg || seg.logSize < size) return undefined;
+    try {
+      return await hashFile(seg.logPath, size);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+  };
+}
+
+/**
+ * Finds, among the partition's incarnations in the bucket (newest first), the one the local
+ * segments continue, and rebuilds the (empty) journal from it: incarnation with the directory's
+ * device and inode, generation, a verified copy per usable object, evictions for those with no
+ * local files (with their markers and kept index copies).
+ * @returns what was rebuilt, or undefined when the bucket holds no matching incarnation
+ *   (`rejected` says why each candidate was not taken)
+ */
+export async function rebuildFromBucket(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  part: DiscoveredPartition,
+  local: readonly SegmentFiles[],
+  keySpace: KeySpace,
+): Promise<{ rebuilt?: Rebuilt; rejected: string[] }> {
+  const root = partitionRoot({ ...ledger.id, ...keySpace });
+  const gens = await withSegmentDeadline(
+    ctx,
+    "housekeeping",
+    (store) => listRemoteGenerations(store, root),
+  );
+  const rejected: string[] = [];
+  const seen = new Set<bigint>();
+  const hash = localPrefixHash(local);
+  const localStarts = local.map((s) => s.start);
+  for (const candidate of gens) {
+    if (seen.has(candidate.incarnation)) continue;
+    seen.add(candidate.incarnation);
+    // The incarnation's current generation is its highest one in the bucket.
+    const gen = gens
+      .filter((g) => g.incarnation === candidate.incarnation)
+      .reduce((a, b) => (b.generation > a.generation ? b : a));
+    const inventory = await withSegmentDeadline(
+      ctx,
+      "housekeeping",
+      (store) => headSegments(store, gen),
+    );
+    const verdict = await judgeIncarnation(
+      localStarts,
+      inventory.segments.map(known),
+      hash,
+      "bucket",
+    );
+    if (verdict.verdict === "different") {
+      rejected.push(`incarnation ${gen.incarnation.toString(16)}: ${verdict.reason}`);
+      continue;
+    }
+    const rebuilt = await recordRebuilt(ctx, ledger, part, gen, inventory.segments, local);
+    return { rebuilt: { ...rebuilt, problems: inventory.problems, verdict }, rejected };
+  }
+  return { rejected };
+}
+
+async function recordRebuilt(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  part: DiscoveredPartition,
+  gen: RemoteGeneration,
+  segments: readonly RemoteSegment[],
+  local: readonly SegmentFiles[],
+): Promise<Omit<Rebuilt, "problems" | "verdict">> {
+  const at = ctx.clock.now();
+  const events: JournalEvent[] = [{
+    type: "incarnation",
+    incarnation: gen.incarnation,
+    device: part.device,
+    inode: part.inode,
+    at,
+  }];
+  if (gen.generation > 0n) events.push({ type: "generation", generation: gen.generation, at });
+  await ledger.record(...events);
+  const evicted = await recordCopies(ctx, ledger, segments, local);
+  return {
+    incarnation: gen.incarnation,
+    generation: gen.generation,
+    segments: segments.length,
+    evicted,
+  };
+}
+
+/**
+ * Records each remote segment the journal has no record of as a verified copy (and as evicted
+ * when no local `.log` has its start), then writes markers and kept index copies for the evicted.
+ * @returns how many were recorded evicted
+ */
+async function recordCopies(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly RemoteSegment[],
+  local: readonly SegmentFiles[],
+): Promise<number> {
+  const localStarts = new Set(local.map((s) => s.start));
+  const generation = ledger.state.generation;
+  const at = ctx.clock.now();
+  const events: JournalEvent[] = [];
+  const gone: RemoteSegment[] = [];
+  for (const seg of segments) {
+    if (getSegment(ledger.state, generation, seg.start)) continue;
+    events.push(
+      { type: "copy_started", segment: seg.start, generation, at },
+      copyFinishedEvent(seg.start, generation, seg.facts, at),
+    );
+    if (!localStarts.has(seg.start)) {
+      events.push({ type: "evicted", segment: seg.start, generation, at });
+      gone.push(seg);
+    }
+  }
+  if (events.length > 0) await ledger.record(...events);
+  await withSegmentDeadline(
+    ctx,
+    "housekeeping",
+    (store) =>
+      forEachBounded(gone, FETCH_CONCURRENCY, async (seg) => {
+        const rec = getSegment(ledger.state, generation, seg.start)!;
+        const index = await store.get(seg.keys.index);
+        await ledger.writeIndexCopy(seg.start, index.bytes);
+        await ledger.writeMarker(rec);
+      }),
+  );
+  return gone.length;
+}
+
+/**
+ * Adopts the copies of the current generation that the bucket holds and the journal does not
+ * know (a journal cut short, markers it does not list): HEAD each `.log`, record it verified,
+ * evicted when its local files are gone. Only starts in `only` when given.
+ * @returns how many were adopted, and the objects that could not be used
+ */
+export async function adoptFromBucket(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  local: readonly SegmentFiles[],
+  only?: ReadonlySet<bigint>,
+): Promise<{ adopted: number; problems: InventoryProblem[] }> {
+  const loc = ledger.location();
+  const root = partitionRoot(loc);
+  const gens = await withSegmentDeadline(
+    ctx,
+    "housekeeping",
+    (store) => listRemoteGenerations(store, root),
+  );
+  const gen = gens.find((g) =>
+    g.incarnation === loc.incarnation && g.generation === loc.generation
+  );
+  if (!gen) return { adopted: 0, problems: [] };
+  const state = ledger.state;
+  const wanted = new Map<bigint, string>();
+  for (const [start, key] of gen.logs) {
+    if (only && !only.has(start)) continue;
+    if (getSegment(state, state.generation, start)) continue;
+    wanted.set(start, key);
+  }
+  if (wanted.size === 0) return { adopted: 0, problems: [] };
+  const inventory = await withSegmentDeadline(
+    ctx,
+    "housekeeping",
+    (store) => headSegments(store, { ...gen, logs: wanted }),
+  );
+  // Only a prefix-consistent chain may be adopted: a segment whose range overlaps a record
+  // the journal has is not ours to invent.
+  const known = segmentsOf(state).filter((r) => r.meta);
+  const fits = inventory.segments.filter((s) =>
+    !known.some((r) => s.start <= r.meta!.endOffset && r.start <= s.facts.endOffset)
+  );
+  await recordCopies(ctx, ledger, fits, local);
+  return { adopted: fits.length, problems: inventory.problems };
+}
+
+/**
+ * The facts the bucket holds for one segment of the current generation, or undefined when the
+ * object is not there.
+ */
+export async function headCopy(
+  store: ObjectStore,
+  ledger: PartitionLedger,
+  start: bigint,
+): Promise<KnownSegment | undefined> {
+  const keys = segmentKeys(ledger.location(), start);
+  try {
+    const head = await store.head(keys.log);
+    const facts = fromUserMetadata(keys.log, head.metadata);
+    return { start, endOffset: facts.endOffset, size: facts.size, checksum: facts.checksum };
+  } catch (err) {
+    if (err instanceof StoreError && err.kind === "NotFound") return undefined;
+    throw err;
+  }
+}
+
+function known(s: RemoteSegment): KnownSegment {
+  return {
+    start: s.start,
+    endOffset: s.facts.endOffset,
+    size: s.facts.size,
+    checksum: s.facts.checksum,
+  };
+}
