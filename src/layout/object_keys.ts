@@ -1,5 +1,5 @@
-// Object keys of remote segments (DESIGN §3). Keys are deterministic, so a repeated or
-// concurrent upload of the same segment lands on the same key.
+// Object keys of remote segments (docs/architecture.md, "Objects in the bucket"). Keys are
+// deterministic, so a repeated or concurrent upload of the same segment lands on the same key.
 import { incarnationHex, type PartitionId, segmentStem } from "./partition.ts";
 
 /** Everything that names a partition's remote directory. */

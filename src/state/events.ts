@@ -1,5 +1,6 @@
 // The facts a partition's journal records: its incarnation and generation, floor advances,
-// evictions, and every step of a segment's remote lifecycle (DESIGN §5).
+// evictions, and every step of a segment's remote lifecycle (docs/architecture.md,
+// "Segment lifecycle").
 
 /** Why a remote segment is being deleted: cleanup of a failed copy, or total retention. */
 export type DeleteCause = "dangling" | "retention";
@@ -35,7 +36,7 @@ export interface CopyStartedEvent {
   at: number;
 }
 
-/** The upload turned multipart; journaled so a crash can abort it (DESIGN §5 cleanup). */
+/** The upload turned multipart; journaled so the DANGLING cleanup can abort it after a crash. */
 export interface MultipartStartedEvent {
   type: "multipart_started";
   segment: bigint;

@@ -1,5 +1,6 @@
-// The per-partition journal (DESIGN §4): an append-only file of checksummed records, replayed at
-// boot. A torn tail is cut off; compaction replaces the file with a snapshot atomically.
+// The per-partition journal (docs/architecture.md, "State on local disk"): an append-only file of
+// checksummed records, replayed at boot. A torn tail is cut off; compaction replaces the file
+// with a snapshot atomically.
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
