@@ -170,7 +170,7 @@ async function formatMarkdown(path: string): Promise<void> {
   }
 }
 
-/** Figures in the order DESIGN §12 lists them; others follow alphabetically. */
+/** The headline figures first, in this order; others follow alphabetically. */
 const ORDER = [
   "sign_ratio_vs_aws4fetch",
   "upload_ratio_vs_rclone",

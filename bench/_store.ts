@@ -1,4 +1,4 @@
-// The object store benchmarks write to: the one named by TIERD_BENCH_S3_* (DESIGN §12), else a
+// The object store benchmarks write to: the one named by TIERD_BENCH_S3_*, else a
 // local MinIO started by the test fixture. Also lists and empties a run's key prefix.
 import { S3Store } from "../providers/s3/store.ts";
 import { listAll } from "../providers/types.ts";

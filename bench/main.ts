@@ -1,5 +1,5 @@
 // `deno task bench [name...]`: runs the named benchmarks (all when none is named), merges their
-// figures into bench/results/latest.json and regenerates bench/RESULTS.md (DESIGN §12).
+// figures into bench/results/latest.json and regenerates bench/RESULTS.md.
 // Options come from the environment: TIERD_BENCH_S3_* (a real store; else a local MinIO),
 // TIERD_BENCH_ROUNDS, TIERD_BENCH_BIN (an already built tierd binary), TIERD_BENCH_AWS and
 // TIERD_BENCH_RCLONE (peer programs).

@@ -1,6 +1,6 @@
 // `cache_hit_ratio_mixed`: the chunk-cache hit ratio of a mixed workload — tail readers
 // re-reading the newest remote data plus one backfill scanner streaming through far more data
-// than the cache holds — for tierd's ChunkCache (cold-reader isolation, DESIGN §7) and for a
+// than the cache holds — for tierd's ChunkCache (cold-reader isolation) and for a
 // plain LRU chunk cache without it (written here, over the same chunk geometry, budget and
 // store), driven in-process with the same seeded sequence of reads. Also
 // `cache_hit_ratio_mixed_vs_lru`, tierd's hit ratio ÷ the plain LRU's.

@@ -1,4 +1,4 @@
-// Shared set-up of the read benchmarks (DESIGN §7, §12): one partition of Iggy 0.9 segments,
+// Shared set-up of the read benchmarks: one partition of Iggy 0.9 segments,
 // copied to the bench store and partly evicted by the real agent (`tierd run`, the compiled
 // binary, over a hard-linked copy of the generated data directory), then served by fresh
 // `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
@@ -439,7 +439,7 @@ export async function readRange(path: string, position: number, length: number) 
 
 /**
  * The bytes tierd answers for a read at the record starting at `position` with `maxBytes`
- * (whole records while they fit, at least one; DESIGN §7), from the generated file.
+ * (whole records while they fit, at least one), from the generated file.
  */
 export async function expectedAnswer(
   seg: ReadSegment,

@@ -1,5 +1,6 @@
-// The narrow object-store contract every provider implements (DESIGN §9), and its typed error.
-// Higher layers (uploads, reads, retries) are written once against this interface.
+// The narrow object-store contract every provider implements, and its typed error
+// (docs/architecture.md, "Providers"). Higher layers (uploads, reads, retries) are written once
+// against this interface.
 
 /** Why a store operation failed, decided once by the provider. */
 export type StoreErrorKind =
@@ -125,7 +126,7 @@ export interface CompletedPart {
   etag: string;
 }
 
-/** The object store contract (DESIGN §9). Keys are plain strings; providers encode them. */
+/** The object store contract. Keys are plain strings; providers encode them. */
 export interface ObjectStore {
   /** Short name for logs and metrics: "s3", "gcs", "azure", "fs", "sim". */
   readonly kind: string;

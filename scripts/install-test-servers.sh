@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the object-store servers the contract tests run against (DESIGN §10), each only if
+# Installs the object-store servers the contract tests run against, each only if
 # missing, into $HOME/.cache/tierd: MinIO and fake-gcs-server (go install, pinned) into bin/,
 # Azurite (npm, pinned) into azurite/. Idempotent; prints what it did. Building MinIO takes
 # minutes. Override the location with TIERD_CACHE_DIR.

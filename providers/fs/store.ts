@@ -1,4 +1,4 @@
-// A local directory as an object store (DESIGN §9), for single-host setups and tests.
+// A local directory as an object store, for single-host setups and tests.
 //
 // Layout under `root`:
 //   objects/<key>          one file per object; the key's `/` are folders

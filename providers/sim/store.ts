@@ -1,4 +1,4 @@
-// An in-memory object store with seeded fault injection (DESIGN §9): the store the reliability
+// An in-memory object store with seeded fault injection: the store the reliability
 // tests drive. It follows S3's rules (see ../_rules.ts and ../_ranges.ts) and fails with the same
 // typed errors a real provider gives, so code that survives it survives a flaky bucket.
 import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../key_rules.ts";

@@ -1,10 +1,10 @@
-// The chunk cache (DESIGN §7): the `RangeReader` the read path uses for remote bytes. It serves
-// reads from content-addressed chunk files, fetches misses with one ranged GET per chunk (single
-// flight), answers cold reads from an exact-range first fetch while the chunk hydrates, reads
-// ahead for sequential readers, and keeps to its budget. Roles live in their own files: geometry
-// (chunks.ts), storage (chunk_store.ts), eviction order and accounting (policy.ts), cold readers
-// (heads.ts), readahead (readahead.ts), stats (stats.ts), fetch slots and bandwidth
-// (fetch_gate.ts, token_bucket.ts).
+// The chunk cache (docs/architecture.md, "The chunk cache"): the `RangeReader` the read path uses
+// for remote bytes. It serves reads from content-addressed chunk files, fetches misses with one
+// ranged GET per chunk (single flight), answers cold reads from an exact-range first fetch while
+// the chunk hydrates, reads ahead for sequential readers, and keeps to its budget. Roles live in
+// their own files: geometry (chunks.ts), storage (chunk_store.ts), eviction order and accounting
+// (policy.ts), cold readers (heads.ts), readahead (readahead.ts), stats (stats.ts), fetch slots
+// and bandwidth (fetch_gate.ts, token_bucket.ts).
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
@@ -155,7 +155,7 @@ class PrefetchSkipped extends Error {
 }
 
 /**
- * The local chunk cache for remote reads (DESIGN §7).
+ * The local chunk cache for remote reads.
  *
  * Cold reads: a miss on a chunk with no fetch in flight fetches exactly the wanted bytes (widened
  * to 64 KiB, when the read wants at most 1 MiB and that is less than half the chunk) to answer

@@ -1,4 +1,4 @@
-// Chunk geometry of the cache (DESIGN §7): where each chunk of a remote object starts and ends,
+// Chunk geometry of the cache: where each chunk of a remote object starts and ends,
 // which chunks cover a byte range, and the exact-range first fetch of a cold read. Pure functions,
 // hammered by property tests (test/cache/chunks_test.ts).
 
@@ -112,12 +112,12 @@ export interface FirstFetchLimits {
   max: number;
 }
 
-/** The default first-fetch limits of DESIGN §7. */
+/** The default first-fetch limits: widen to 64 KiB, none for reads over 1 MiB. */
 export const FIRST_FETCH_LIMITS: Readonly<FirstFetchLimits> = { min: 64 * 1024, max: 1024 * 1024 };
 
 /**
- * The range a cold read fetches first, to answer fast while its chunk hydrates in the background
- * (DESIGN §7): the wanted bytes, widened to `limits.min` inside the chunk (forward first, so a
+ * The range a cold read fetches first, to answer fast while its chunk hydrates in the background:
+ * the wanted bytes, widened to `limits.min` inside the chunk (forward first, so a
  * sequential reader's next read may fall inside it). No first fetch when the read wants more
  * than `limits.max` from the chunk, or when the widened range would be at least half the chunk —
  * then fetching the chunk itself costs about the same and saves a GET.

@@ -1,6 +1,7 @@
-// Cold-reader detection (DESIGN §7): each partition has a head — the newest byte any reader has
-// read in it — and a read that starts further behind the head than the cache can hold comes
-// from a cold reader (a backfill), whose chunks must not push out the working set near the head.
+// Cold-reader detection (docs/architecture.md, "The chunk cache"): each partition has a head — the
+// newest byte any reader has read in it — and a read that starts further behind the head than
+// the cache can hold comes from a cold reader (a backfill), whose chunks must not push out the
+// working set near the head.
 import { LRUCache } from "lru-cache";
 import type { ChunkSource, PositionedChunkSource } from "./types.ts";
 

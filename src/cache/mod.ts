@@ -1,4 +1,5 @@
-// The chunk cache's public surface, for the read path and the agent's wiring (DESIGN §7).
+// The chunk cache's public surface, for the read path and the agent's wiring. How the cache
+// works: docs/architecture.md, "The chunk cache".
 export { ChunkCache, type ChunkCacheOptions, chunkCacheOptions } from "./chunk_cache.ts";
 export type { EvictionReason } from "./policy.ts";
 export type {

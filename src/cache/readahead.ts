@@ -1,4 +1,4 @@
-// Adaptive readahead (DESIGN §7): per reader, a sequential read widens the window — one chunk,
+// Adaptive readahead: per reader, a sequential read widens the window — one chunk,
 // then doubling up to `readahead_max` — and any other read closes it. Pure steps plus a bounded
 // table of readers.
 import { LRUCache } from "lru-cache";

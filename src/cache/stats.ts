@@ -1,5 +1,5 @@
 // What the chunk cache reports: an observer interface the metrics code adapts to Prometheus
-// (DESIGN §8 names in the comments), and the counters behind `ChunkCache.stats()`.
+// (metric names in the comments), and the counters behind `ChunkCache.stats()`.
 import type { EvictionReason, Usage } from "./policy.ts";
 
 /** How a store fetch ended (the `outcome` label of `tierd_fetches_total`). */

@@ -1,5 +1,6 @@
-// The contract between the read path and the chunk cache (DESIGN §7): the read path asks for
-// byte ranges of remote segment objects; the cache serves them from local chunk files or the store.
+// The contract between the read path and the chunk cache (docs/architecture.md, "The chunk cache"):
+// the read path asks for byte ranges of remote segment objects; the cache serves them from local
+// chunk files or the store.
 
 /** One remote `.log` object the cache may hold chunks of. */
 export interface ChunkSource {
@@ -38,7 +39,7 @@ export interface RangeReader {
 
 /**
  * A {@linkcode ChunkSource} that says where it sits in its partition, so the cache can tell a
- * reader near the head from a backfill far behind it (DESIGN §7, cold readers). The read path
+ * reader near the head from a backfill far behind it (a cold reader). The read path
  * should pass these: without a position the cache estimates distances from the objects it has
  * seen (see `src/cache/heads.ts`).
  */
@@ -54,7 +55,7 @@ export interface PositionedChunkSource extends ChunkSource {
 
 /**
  * No room can be made in the cache budget (or on the cache disk) for a fetch: the read answers
- * 503 with `Retry-After` (DESIGN §7); the cache trims harder and counts it.
+ * 503 with `Retry-After`; the cache trims harder and counts it.
  */
 export class CacheFullError extends Error {
   override readonly name = "CacheFullError";
@@ -78,7 +79,7 @@ export class CacheFullError extends Error {
 
 /**
  * A read waited `fetch_timeout` for the store: it answers 503 with `Retry-After`, and the fetch
- * goes on in the background so the retry hits the cache (DESIGN §7).
+ * goes on in the background so the retry hits the cache.
  */
 export class CacheTimeoutError extends Error {
   override readonly name = "CacheTimeoutError";

@@ -6,7 +6,7 @@ import { initHashes } from "../hash.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { type OpenedStore, openStore } from "../store.ts";
 
-/** The default config path (DESIGN §8). */
+/** The default config path. */
 export const DEFAULT_CONFIG = "tierd.toml";
 
 export interface CommandContext {

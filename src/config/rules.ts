@@ -1,4 +1,4 @@
-// Rules that relate several config keys (DESIGN §8, the RFC's validation list): backend
+// Rules that relate several config keys (the RFC's validation list): backend
 // required fields, cache sizing, eviction route, duplicate topics. Single-key checks are in the
 // schema; these run on a config that already parsed.
 import type { Config } from "./schema.ts";

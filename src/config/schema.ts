@@ -18,7 +18,7 @@ import {
 export type BackendName = "s3" | "gcs" | "azure" | "fs" | "sim";
 /** Segment format of the broker's data directory; `auto` detects it per partition. */
 export type SegmentFormat = "auto" | "iggy-0.8" | "iggy-0.9";
-/** How an evicted segment leaves the broker (DESIGN §2). */
+/** How an evicted segment leaves the broker (docs/architecture.md, "The broker contract"). */
 export type EvictVia = "auto" | "broker" | "unlink";
 /** Log verbosity. */
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -1,4 +1,4 @@
-// tierd's HTTP API (DESIGN §8) as a plain Hono app: health, readiness, metrics, the partition
+// tierd's HTTP API as a plain Hono app: health, readiness, metrics, the partition
 // list, record reads, the status page and guarded admin operations. Runtime-free: the adapter
 // in serve.ts binds it to a port; tests call `app.request(path)`.
 //
@@ -66,7 +66,7 @@ export interface PartitionJson {
   remote_bytes: string;
 }
 
-/** The JSON form of a partition summary: exactly the fields of DESIGN §8. */
+/** The JSON form of a partition summary: exactly the fields the README lists. */
 export function partitionJson(p: PartitionSummary): PartitionJson {
   return {
     stream: p.stream,

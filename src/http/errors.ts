@@ -1,5 +1,5 @@
 // The one error type of the HTTP API: an HTTP status plus a stable code, rendered by `onError`
-// as `{ "error": code, "message": text }` (DESIGN §8). Read-path errors map onto it here.
+// as `{ "error": code, "message": text }`. Read-path errors map onto it here.
 import {
   CacheFull,
   FetchTimeout,

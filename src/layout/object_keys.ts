@@ -1,6 +1,7 @@
-// Object keys of remote segments and manifests. Keys are deterministic, so a repeated or
-// concurrent upload of the same segment lands on the same key; and they parse back, so a
-// listing of the bucket says which partition incarnation and generation each object is from.
+// Object keys of remote segments and manifests (docs/architecture.md, "Objects in the bucket").
+// Keys are deterministic, so a repeated or concurrent upload of the same segment lands on the
+// same key; and they parse back, so a listing says which incarnation and generation an object
+// belongs to.
 import { incarnationHex, type PartitionId, segmentStem } from "./partition.ts";
 
 /** Everything that names a partition's remote directory. */

@@ -1,4 +1,5 @@
-// Where Iggy keeps a partition's files, and where tierd keeps its own state for it (DESIGN §2, §4).
+// Where Iggy keeps a partition's files, and where tierd keeps its own state for it
+// (docs/architecture.md, "State on local disk").
 import { join } from "node:path";
 
 /** Identifies one partition by its numeric stream, topic and partition ids. */

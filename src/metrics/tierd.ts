@@ -1,4 +1,4 @@
-// Every metric tierd exports (DESIGN §8), defined once so the names, help texts and labels
+// Every metric tierd exports, defined once so the names, help texts and labels
 // stay in one place; components take the typed handles they update from the returned object.
 import { systemClock } from "../../providers/clock.ts";
 import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";

@@ -1,6 +1,7 @@
-// The consumer barrier (DESIGN §2): the lowest offset stored by any consumer or consumer group
-// of a partition. tierd never deletes remote data at or after it. Iggy 0.8 stores 8-byte files
-// (u64 LE); 0.9 stores 16-byte records (u64 LE offset + XXH3-64 of those 8 bytes).
+// The consumer barrier (docs/architecture.md, "The broker contract"): the lowest offset stored by
+// any consumer or consumer group of a partition. tierd never deletes remote data at or after it.
+// Iggy 0.8 stores 8-byte files (u64 LE); 0.9 stores 16-byte records (u64 LE offset + XXH3-64 of
+// those 8 bytes).
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { xxh3_64 } from "../hash.ts";

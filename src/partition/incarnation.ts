@@ -1,5 +1,6 @@
 // Incarnation ids: a random u64 recorded the first time tierd sees a partition directory,
-// so objects of a recreated partition never collide with the old ones (DESIGN §2).
+// so objects of a recreated partition never collide with the old ones (docs/architecture.md,
+// "The broker contract").
 
 /** A fresh random incarnation id. */
 export function newIncarnation(): bigint {

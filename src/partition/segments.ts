@@ -1,5 +1,6 @@
-// Lists a partition's segments by file name and decides which are sealed (DESIGN §2):
-// a segment is sealed when it has a successor and its files have been quiet for `quiescenceMs`.
+// Lists a partition's segments by file name and decides which are sealed (docs/architecture.md,
+// "The broker contract"): a segment is sealed when it has a successor and its files have been
+// quiet for `quiescenceMs`.
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { parseSegmentFileName, segmentStem } from "../layout/partition.ts";

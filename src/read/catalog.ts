@@ -1,6 +1,7 @@
-// A partition's segments as the read path sees them (DESIGN §7): the broker's local segments
-// and the verified remote copies of the current incarnation and generation, merged into one
-// ordered list, with the gaps the broker's retention left before a copy (`lost_before_upload`).
+// A partition's segments as the read path sees them (docs/architecture.md, "The read path"): the
+// broker's local segments and the verified remote copies of the current incarnation and
+// generation, merged into one ordered list, with the gaps the broker's retention left before a
+// copy (`lost_before_upload`).
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { detectFormat } from "../format/detect.ts";

@@ -1,5 +1,6 @@
-// Typed failures of the read path (DESIGN §7). Each names what it is about (partition, offset,
-// object key or file) so the HTTP layer and the CLI can say exactly what went wrong.
+// Typed failures of the read path; the HTTP statuses they answer are in docs/architecture.md,
+// "The read path". Each names what it is about (partition, offset, object key or file) so the
+// HTTP layer and the CLI can say exactly what went wrong.
 
 /** Why a read failed. */
 export type ReadErrorCode =

@@ -1,7 +1,7 @@
-// The read path (DESIGN §7): finds the segment holding a start offset or timestamp, uses its
-// index to find the record, and walks whole records across segment boundaries — remote into
-// local — until `maxBytes`. Local bytes are preferred; bytes from the store are always
-// checksum-verified.
+// The read path (docs/architecture.md, "The read path"): finds the segment holding a start offset
+// or timestamp, uses its index to find the record, and walks whole records across segment
+// boundaries — remote into local — until `maxBytes`. Local bytes are preferred; bytes from the
+// store are always checksum-verified.
 //
 // Semantics a client relies on:
 // - An offset inside an Iggy 0.9 batch returns that whole batch: `firstOffset` is the batch's

@@ -1,5 +1,5 @@
 // A segment's `.index`, validated once and searched many times: where a read starts in the
-// `.log` for an offset or a timestamp (DESIGN §7). 0.8 indexes are dense (every message),
+// `.log` for an offset or a timestamp. 0.8 indexes are dense (every message),
 // 0.9 indexes sparse (some batches); both are hints the walker confirms from record headers.
 import type { ParseIndexOptions, SegmentCodec } from "../format/codec.ts";
 import { INDEX_ENTRY_SIZE_08, scanIndex08 } from "../format/iggy08.ts";

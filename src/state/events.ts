@@ -1,5 +1,6 @@
 // The facts a partition's journal records: its incarnation and generation, floor advances,
-// evictions, and every step of a segment's remote lifecycle (DESIGN §5).
+// evictions, and every step of a segment's remote lifecycle (docs/architecture.md,
+// "Segment lifecycle").
 
 import type { SegmentFacts } from "../layout/segment_facts.ts";
 
@@ -37,7 +38,7 @@ export interface CopyStartedEvent {
   at: number;
 }
 
-/** The upload turned multipart; journaled so a crash can abort it (DESIGN §5 cleanup). */
+/** The upload turned multipart; journaled so the DANGLING cleanup can abort it after a crash. */
 export interface MultipartStartedEvent {
   type: "multipart_started";
   segment: bigint;

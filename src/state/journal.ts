@@ -1,6 +1,7 @@
-// The per-partition journal: an append-only file of checksummed records, replayed at boot. An
-// interrupted last append (a torn tail) is cut off; damage anywhere else is reported, never
-// truncated. Compaction replaces the file with a snapshot atomically.
+// The per-partition journal (docs/architecture.md, "State on local disk"): an append-only file
+// of checksummed records, replayed at boot. An interrupted last append (a torn tail) is cut
+// off; damage anywhere else is reported, never truncated. Compaction replaces the file with a
+// snapshot atomically.
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";

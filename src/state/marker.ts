@@ -1,5 +1,6 @@
-// The 128-byte `.remote` marker (DESIGN §4): the durable proof, kept in tierd's state directory,
-// that a segment's `.log` lives in the object store. Written before any broker file is unlinked.
+// The 128-byte `.remote` marker (docs/architecture.md, "State on local disk"): the durable proof,
+// kept in tierd's state directory, that a segment's `.log` lives in the object store. Written
+// before any broker file is unlinked.
 import { readFile } from "node:fs/promises";
 import { initHashes, xxh3_64 } from "../hash.ts";
 import { writeFileDurable } from "./durable.ts";
@@ -43,7 +44,7 @@ export interface Marker {
 /** What is wrong with a marker that failed to decode. */
 export type MarkerErrorCode = "size" | "magic" | "version" | "checksum" | "padding";
 
-/** A marker file that cannot be trusted; the caller quarantines it (DESIGN §4). */
+/** A marker file that cannot be trusted; the caller quarantines it. */
 export class MarkerError extends Error {
   /** Which check failed. */
   readonly code: MarkerErrorCode;

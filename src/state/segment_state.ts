@@ -1,5 +1,6 @@
 // Folds a partition's journal events into its state: incarnation, generation, floor and each
-// segment's place in the remote lifecycle (DESIGN §5). Illegal transitions are refused loudly.
+// segment's place in the remote lifecycle (docs/architecture.md, "Segment lifecycle"). Illegal
+// transitions are refused loudly.
 import type { SegmentFacts } from "../layout/segment_facts.ts";
 import type { DeleteCause, JournalEvent, SegmentEvent } from "./events.ts";
 
@@ -140,7 +141,8 @@ export function checkEvent(state: PartitionState, event: JournalEvent): void {
  * @param state The partition state (not modified).
  * @param event The event.
  * @returns The state after the event.
- * @throws {JournalStateError} If the transition is illegal (see DESIGN §5).
+ * @throws {JournalStateError} If the transition is illegal (see docs/architecture.md,
+ * "Segment lifecycle").
  */
 export function applyEvent(state: PartitionState, event: JournalEvent): PartitionState {
   return commit(state, plan(state, event), false);

@@ -1,6 +1,6 @@
-// The two routes of Iggy's HTTP API that `evict_via = "broker"` uses (DESIGN §2): log in
-// (password or personal access token) and DeleteSegments, which drops the N oldest sealed
-// segments of a partition so the broker's own view stays true.
+// The two routes of Iggy's HTTP API that `evict_via = "broker"` uses (docs/architecture.md,
+// "The broker contract"): log in (password or personal access token) and DeleteSegments, which
+// drops the N oldest sealed segments of a partition so the broker's own view stays true.
 import type { BrokerConfig } from "../config/schema.ts";
 import type { PartitionId } from "../layout/partition.ts";
 

@@ -250,7 +250,7 @@ Deno.test("every problem is reported at once, one per line", () => {
   assertRefused("", "agent", undefined, /data_dir/);
 });
 
-// ---- cross-field and range rules (DESIGN §8) ------------------------------------------------
+// ---- cross-field and range rules ------------------------------------------------------------
 
 const ENABLED = (backend: string) =>
   `${BASE}[tiered_storage]\nenabled = true\nbackend = "${backend}"\n`;

@@ -1,4 +1,4 @@
-// The one contract every ObjectStore backend passes (DESIGN §9): fs and sim always, MinIO,
+// The one contract every ObjectStore backend passes: fs and sim always, MinIO,
 // Azurite and fake-gcs-server wherever they start. Each case works under its own key prefix of a
 // random run id, so the suite can run against a shared bucket, and removes what it wrote.
 // A backend that cannot pass a case names it in `exceptions` with the reason, printed loudly.

@@ -1,6 +1,7 @@
-// What the broker wrote and what must therefore be true of the agent's work (DESIGN §2–§5), for
-// end-to-end tests that run the real agent: an oracle of every sealed segment ever generated, and
-// checks of the broker directory, the state directory and the bucket against it.
+// What the broker wrote and what must therefore be true of the agent's work (docs/architecture.md,
+// "Invariants"), for end-to-end tests that run the real agent: an oracle of every sealed segment
+// ever generated, and checks of the broker directory, the state directory and the bucket
+// against it.
 import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -160,7 +161,7 @@ export class BrokerOracle {
   }
 
   /**
-   * Checks DESIGN's safety invariants for every partition; throws on the first violation.
+   * Checks the safety invariants for every partition; throws on the first violation.
    * (a) every sealed segment's bytes are in the broker directory or the store;
    * (b) a missing broker `.log` has a trusted marker and a verified object;
    * (c) evicted segments are a prefix and the active segment is never evicted;
@@ -191,7 +192,7 @@ export class BrokerOracle {
         `${at}: floor moved back from ${p.floor} to ${state.floor}`,
       );
       p.floor = state.floor;
-      // tierd never writes into a broker partition directory (DESIGN §2).
+      // tierd never writes into a broker partition directory.
       const names = await readdir(this.brokerDir(p));
       const foreign = names.filter((n) => !/^\d{20}\.(log|index)$/.test(n));
       assert.deepEqual(foreign, [], `${at}: files in the broker directory that Iggy never wrote`);

@@ -1,4 +1,4 @@
-// Reads end to end through the compiled binary against a real MinIO (DESIGN §7, §8): a cold
+// Reads end to end through the compiled binary against a real MinIO: a cold
 // read of an evicted segment, the same read warm (served from the chunk cache: no new GET),
 // and a read spanning the remote/local boundary — each byte-compared with the original files.
 import assert from "node:assert/strict";

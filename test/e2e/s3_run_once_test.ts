@@ -1,6 +1,6 @@
 // `tierd run --once` against a real MinIO, checked with plain signed requests (aws4fetch, not
 // tierd's client): every sealed segment of an 0.8, an 0.9 and a multipart-sized partition is in
-// the bucket byte for byte, with the metadata DESIGN §3 names. Plus `tierd probe` with good and
+// the bucket byte for byte, with its user metadata. Plus `tierd probe` with good and
 // bad keys, never showing a secret. Skipped loudly without MinIO (failed in CI).
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";

@@ -1,5 +1,6 @@
 // fast-check arbitraries for journal events, and a small independent model of the segment
-// lifecycle (DESIGN §5) that generates legal event sequences for the reducer tests.
+// lifecycle (docs/architecture.md, "Segment lifecycle") that generates legal event sequences for
+// the reducer tests.
 import fc from "fast-check";
 import type { DeleteCause, JournalEvent, JournalEventType } from "../../src/state/events.ts";
 
@@ -118,7 +119,7 @@ export class LifecycleModel {
     return this.segments.get(`${generation}:${segment}`)?.state ?? "LOCAL";
   }
 
-  /** Whether DESIGN §5 allows `e` next. */
+  /** Whether the lifecycle allows `e` next. */
   legal(e: JournalEvent): boolean {
     switch (e.type) {
       case "incarnation":

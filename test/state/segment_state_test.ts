@@ -1,5 +1,6 @@
-// The lifecycle reducer: it accepts exactly the transitions of DESIGN §5 (checked against an
-// independent model), and compaction snapshots fold back to the same state.
+// The lifecycle reducer: it accepts exactly the transitions of docs/architecture.md,
+// "Segment lifecycle" (checked against an independent model), and compaction snapshots fold
+// back to the same state.
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { initHashes } from "../../src/hash.ts";

@@ -1,4 +1,4 @@
-// Bad state on disk (DESIGN §2, §4): a torn journal tail, untrusted `.remote` markers, broker
+// Bad state on disk: a torn journal tail, untrusted `.remote` markers, broker
 // segments truncated behind the agent's back and an unreadable consumer offset file. Each is
 // logged (and counted where the design says so), never trusted, and never crashes the agent.
 import assert from "node:assert/strict";

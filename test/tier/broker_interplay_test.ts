@@ -1,4 +1,4 @@
-// The agent beside a broker that does its own thing (DESIGN §2): retention that deletes a
+// The agent beside a broker that does its own thing: retention that deletes a
 // segment before it was copied, a partition directory recreated or purged, a partition that
 // disappears mid-run, and `evict_via = "broker"` against a local stand-in of Iggy's HTTP API.
 import assert from "node:assert/strict";
@@ -373,8 +373,8 @@ Deno.test("a partition directory removed in the middle of a pass fails that part
 
 /**
  * A local stand-in for the two routes of Iggy's HTTP API that `evict_via = "broker"` uses,
- * following the semantics of DESIGN §2 — not a real Iggy server (none can run in the project's
- * tests). `POST /users/login` answers a JWT-like token for the right credentials;
+ * following docs/architecture.md, "The broker contract" — not a real Iggy server (none can run
+ * in the project's tests). `POST /users/login` answers a JWT-like token for the right credentials;
  * `DELETE /streams/{s}/topics/{t}/partitions/{p}?segments_count=N` needs that bearer token and
  * deletes the N oldest sealed segments (`.log`, then `.index`), stopping at the first one that
  * holds or follows the lowest stored consumer offset, and answers 204. With `deferred`, files

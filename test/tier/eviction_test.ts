@@ -1,4 +1,4 @@
-// Local eviction and total retention on real files with the fs store (DESIGN §6).
+// Local eviction and total retention on real files with the fs store.
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Model-based property test of the tier worker (DESIGN §2, §4–§6) against the simulated store
+// Model-based property test of the tier worker against the simulated store
 // with seeded faults. The broker appends and deletes segments, consumers store offsets, the
 // store fails, throttles and goes away, the agent restarts or dies mid-request, and passes run
 // under random retention settings. After every step the safety invariants are checked against
@@ -171,7 +171,10 @@ async function snapshot(w: World): Promise<Snapshot> {
   };
 }
 
-/** The invariants of DESIGN §2, §5, §6 after one step; `before` is the state before it. */
+/**
+ * The invariants (docs/architecture.md, "Invariants") after one step; `before` is the state
+ * before it.
+ */
 async function checkInvariants(w: World, before: Snapshot, step: string): Promise<void> {
   const where = (p: PartitionModel, what: string) =>
     `after ${step}, partition ${p.id.partition}: ${what}`;
