@@ -234,6 +234,8 @@ export async function checkEveryOffset(
     assert.equal(raw.firstOffset, record.first, `${where}: x-tierd-first-offset`);
     assert.equal(raw.nextOffset, record.last + 1n, `${where}: x-tierd-next-offset`);
     assert.equal(raw.records, 1, `${where}: one record for a 1-byte budget`);
+    assert.equal(raw.format, topic.format, `${where}: x-tierd-format`);
+    assert.equal(raw.gap, null, `${where}: no gap`);
     assert.ok(
       sameBytes(raw.bytes, files.bytes.whole.subarray(record.start, record.end)),
       `${where}: raw bytes (${raw.bytes.length}) differ from the broker's record ` +
@@ -241,6 +243,9 @@ export async function checkEveryOffset(
     );
     const json = await tierd.readJson(partition, offset, 1);
     assert.equal(json.source, raw.source, `${where}: JSON and raw read the same place`);
+    assert.equal(json.gap, null, `${where}: no gap in JSON`);
+    assert.equal(json.first_offset, String(raw.firstOffset), `${where}: JSON first_offset`);
+    assert.equal(json.next_offset, String(raw.nextOffset), `${where}: JSON next_offset`);
     const offsetsInJson = json.messages.map((m) => BigInt(m.offset));
     assert.ok(offsetsInJson.includes(offset), `${where}: JSON has offsets ${offsetsInJson}`);
     if (offsetsInJson[0] < offset) report.jsonStartsBelow++;
@@ -292,9 +297,9 @@ export function humanSizeRange(text: string): { min: number; max: number } {
 }
 
 /**
- * The server's stats (`GET /streams/{s}/topics/{t}`) agree with its files and with what was
- * sent: per partition the current offset, the segment count, the messages it still holds and
- * their bytes; for the topic the sums.
+ * The server's stats (`GET /streams/{s}/topics/{t}`, `GET /streams/{s}`) agree with its files
+ * and with what was sent: per partition the current offset, the segment count, the messages it
+ * still holds and their bytes; for the topic and the stream the sums.
  */
 export async function checkServerStats(
   topic: TopicUnderTest,
@@ -324,6 +329,10 @@ export async function checkServerStats(
   assert.equal(details.messagesCount, messages, "the topic's messages_count");
   const range = humanSizeRange(details.size);
   assert.ok(range.min <= bytes && bytes <= range.max, `topic size ${details.size} vs ${bytes} B`);
+  const stream = await topic.client.stream(topic.stream);
+  assert.equal(stream.topicsCount, 1, "the stream's topics_count");
+  assert.equal(stream.messagesCount, messages, "the stream's messages_count");
+  assert.equal(stream.size, details.size, "the stream's size");
 }
 
 const big = (_key: string, value: unknown) => typeof value === "bigint" ? value.toString() : value;

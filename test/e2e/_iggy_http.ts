@@ -54,6 +54,14 @@ export interface IggyPartitionStats {
   size: string;
 }
 
+/** The server's `GET /streams/{s}`. */
+export interface IggyStreamDetails {
+  id: number;
+  messagesCount: bigint;
+  size: string;
+  topicsCount: number;
+}
+
 /** The server's `GET /streams/{s}/topics/{t}`. */
 export interface IggyTopicDetails {
   id: number;
@@ -236,6 +244,17 @@ export class IggyHttp {
     };
   }
 
+  /** `GET /streams/{s}`: the stream's stats. */
+  async stream(stream: number): Promise<IggyStreamDetails> {
+    const body = await this.#call("GET", `/streams/${stream}`) as RawStream;
+    return {
+      id: body.id,
+      messagesCount: toBig(body.messages_count),
+      size: body.size,
+      topicsCount: body.topics_count,
+    };
+  }
+
   /** A bare request with the current token (for checking how a stale token is answered). */
   request(method: string, path: string, token = this.#token): Promise<Response> {
     return fetch(this.baseUrl + path, {
@@ -275,6 +294,13 @@ interface RawPolled {
   header: Record<string, number | bigint>;
   payload: string;
   user_headers: IggyHeaderEntry[] | string;
+}
+
+interface RawStream {
+  id: number;
+  size: string;
+  messages_count: number | bigint;
+  topics_count: number;
 }
 
 interface RawTopic {

@@ -45,7 +45,10 @@ export interface RawRead {
   firstOffset: bigint;
   nextOffset: bigint;
   source: string;
+  format: string;
   records: number;
+  /** `x-tierd-gap`, when the read skipped missing offsets. */
+  gap: string | null;
 }
 
 /** One message of a `format=json` read. */
@@ -192,7 +195,9 @@ export async function startTierd(o: TierdOptions): Promise<Tierd> {
         firstOffset: BigInt(header("x-tierd-first-offset")),
         nextOffset: BigInt(header("x-tierd-next-offset")),
         source: header("x-tierd-source"),
+        format: header("x-tierd-format"),
         records: Number(header("x-tierd-records")),
+        gap: res.headers.get("x-tierd-gap"),
       };
     },
     async readJson(partition, offset, maxBytes) {

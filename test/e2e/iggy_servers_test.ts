@@ -266,17 +266,24 @@ async function scenario(
         }
 
         const ends = [...dirs.keys()].map((p) => topic.nextOffset(p));
-        await topic.sendAll(workload.batches(900, PARTITIONS));
-        await topic.flushed();
-        await waitUntil("eviction after the restart", 60_000, async () => {
-          const now = await settled(agent, topic, kept);
-          return now?.every((x) =>
-              x.segments.remote >
-                remoteBefore.find((y) => y.partition === x.partition)!.segments.remote
-            )
-            ? now
-            : undefined;
-        });
+        const watch = new ActiveSegmentWatch(agent.store, dirs, agent.keyPrefix);
+        watch.start();
+        try {
+          await topic.sendAll(workload.batches(900, PARTITIONS));
+          await topic.flushed();
+          await waitUntil("eviction after the restart", 60_000, async () => {
+            const now = await settled(agent, topic, kept);
+            return now?.every((x) =>
+                x.segments.remote >
+                  remoteBefore.find((y) => y.partition === x.partition)!.segments.remote
+              )
+              ? now
+              : undefined;
+          });
+        } finally {
+          await watch.stop();
+        }
+        assert.deepEqual(watch.report.violations, [], "the active segment was in the store");
         expectLoggedInAgain(callsBeforeRestart, brokerTap.calls.slice(callsBefore));
 
         for (let p = 0; p < PARTITIONS; p++) {
