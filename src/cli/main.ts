@@ -10,6 +10,7 @@ import { runCommand } from "./run.ts";
 import { probeCommand } from "./probe.ts";
 import { lsCommand } from "./ls.ts";
 import { readCommand } from "./read.ts";
+import { restoreCommand } from "./restore.ts";
 
 /** The help text `tierd help` prints, and usage errors end with. */
 export const USAGE = `tierd ${VERSION} — tiered-storage agent for Apache Iggy
@@ -25,6 +26,9 @@ usage:
                                          segments with their state, location and offsets
   tierd read [--config F] --stream S --topic T --partition P (--offset N | --timestamp T)
             [--max-bytes M] [--json]     read records (raw bytes to stdout, or decoded JSON)
+  tierd restore [--config F] [--stream S --topic T --partition P] [--cluster-id C] [--with-data]
+                                         rebuild state_dir from the bucket on a new host
+                                         (--with-data: also the broker's partition dirs)
 
 The default config file is ./tierd.toml (see tierd.example.toml).
 `;
@@ -46,6 +50,8 @@ export async function main(args: string[]): Promise<number> {
         return await lsCommand(rest);
       case "read":
         return await readCommand(rest);
+      case "restore":
+        return await restoreCommand(rest);
       case "--version":
       case "version":
         console.log(VERSION);

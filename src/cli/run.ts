@@ -5,6 +5,7 @@
 import { watch } from "node:fs";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
+import { RequestMeter } from "../../providers/request_meter.ts";
 import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
@@ -63,6 +64,9 @@ async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string):
   });
   try {
     const report = await worker.pass();
+    // One housekeeping run too (manifests, verify, sweeps), whatever the agent's load.
+    const housekeeping = await worker.housekeep({ force: true }) ?? [];
+    report.errors.push(...housekeeping.flatMap((j) => j.errors));
     ctx.logger.info("pass finished", {
       partitions: report.partitions.length,
       copied: report.copied,
@@ -107,17 +111,21 @@ async function runAgent(
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
 
+  // Every store request counts towards "busy": housekeeping waits until the agent is idle.
+  const meter = new RequestMeter({ clock });
+  const metered = meter.wrap(store);
   const worker = new TierWorker({
     config,
-    store,
+    store: metered,
     prefix: opened.prefix,
     logger,
     clock,
     root,
     observer: tierObserver(metrics),
     pacer: new OpClassPacer({ clock }),
+    meter,
   });
-  const cache = await ChunkCache.open(store, {
+  const cache = await ChunkCache.open(metered, {
     ...chunkCacheOptions(config.tiered_storage),
     stats: cacheObserver(metrics),
   });
@@ -230,6 +238,12 @@ async function loop(
       idleMs = (busy && report.failed === 0) || dirty
         ? MIN_IDLE_MS
         : Math.min(idleMs * 2, maxIdleMs);
+      if (opts.signal.aborted) break;
+      try {
+        await worker.housekeep(); // runs only when the agent is idle, or once per interval
+      } catch (err) {
+        opts.logger.error("housekeeping run failed; retried later", { err });
+      }
       if (opts.signal.aborted) break;
       // Sealing depends on quiet files, so a pending segment needs a rescan even with no event.
       await waitFor(idleMs);

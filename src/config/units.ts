@@ -179,3 +179,20 @@ export function formatSize(bytes: number): string {
   }
   return `${best[0]} ${best[1]}`;
 }
+
+/**
+ * Formats bytes for people, rounded: `"1.2 GiB"`, `"340 KiB"`, `"17 B"` (status lines, `ls`).
+ * Not for config files: use {@linkcode formatSize} where the text must read back exactly.
+ */
+export function humanSize(bytes: number): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let n = Math.max(0, bytes);
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) {
+    n /= 1024;
+    u++;
+  }
+  const text = u === 0 ? String(Math.round(n)) : n >= 100 ? n.toFixed(0) : n.toFixed(1);
+  return `${text} ${units[u]}`;
+}

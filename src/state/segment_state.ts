@@ -395,14 +395,19 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
       return { ...base, state: "COPY_SEGMENT_FINISHED", since: at, meta };
     }
     case "dangling":
+      // From COPY_SEGMENT_FINISHED: the verified copy is no longer good (gone or damaged in the
+      // store) while the local files still exist — clean it up and copy again.
       if (
         prev?.state !== "COPY_SEGMENT_STARTED" &&
-        !(prev?.state === "DELETE_SEGMENT_STARTED" && prev.deleteCause === "dangling")
+        !(prev?.state === "DELETE_SEGMENT_STARTED" && prev.deleteCause === "dangling") &&
+        !(prev?.state === "COPY_SEGMENT_FINISHED" && !prev.evicted)
       ) {
-        refuse("expected COPY_SEGMENT_STARTED or a dangling cleanup in progress");
+        refuse(
+          "expected COPY_SEGMENT_STARTED, a dangling cleanup in progress, or a copy not evicted",
+        );
       }
       return {
-        ...without(prev!, "deleteCause"),
+        ...without(prev!, "deleteCause", "meta"), // a copy that went bad is no copy
         state: "DANGLING",
         since: event.at,
         danglingReason: event.reason,

@@ -18,7 +18,8 @@ type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 export class BrokerClient {
   #cfg: BrokerConfig;
   #fetch: Fetch;
-  #token?: string;
+  /** The current token, or the one login in flight (partitions share it). */
+  #token?: Promise<string>;
 
   constructor(cfg: BrokerConfig, fetchFn: Fetch = fetch) {
     this.#cfg = cfg;
@@ -69,12 +70,19 @@ export class BrokerClient {
     const path = `/streams/${id.stream}/topics/${id.topic}/partitions/${id.partition}` +
       `?segments_count=${count}`;
     for (let attempt = 0; attempt < 2; attempt++) {
-      this.#token ??= await this.#login();
+      const pending = this.#token ??= this.#login();
+      let token: string;
+      try {
+        token = await pending;
+      } catch (err) {
+        if (this.#token === pending) this.#token = undefined; // the next call logs in again
+        throw err;
+      }
       let res: Response;
       try {
         res = await this.#fetch(this.#url(path), {
           method: "DELETE",
-          headers: { authorization: `Bearer ${this.#token}` },
+          headers: { authorization: `Bearer ${token}` },
         });
       } catch (err) {
         throw new BrokerError(
@@ -83,7 +91,9 @@ export class BrokerClient {
       }
       await res.body?.cancel();
       if (res.status === 401 && attempt === 0) {
-        this.#token = undefined; // expired: log in once more
+        // Expired (a broker restart changes the JWT): log in once more — once for every
+        // partition that met the same stale token.
+        if (this.#token === pending) this.#token = undefined;
         continue;
       }
       if (!res.ok) {

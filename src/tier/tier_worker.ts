@@ -4,6 +4,7 @@
 // every partition share one retry policy under one root deadline, which `stop` cancels.
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import type { OpClassPacer } from "../../providers/pacer.ts";
+import type { RequestMeter } from "../../providers/request_meter.ts";
 import { PartBufferPool } from "../../providers/part_pool.ts";
 import { Deadline } from "../../providers/retry.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
@@ -20,6 +21,8 @@ import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
+import { Housekeeper } from "./housekeeping/housekeeper.ts";
+import type { JobOutcome } from "./housekeeping/job.ts";
 
 /** What a whole pass did, summed over partitions. */
 export interface PassReport {
@@ -58,6 +61,8 @@ export interface TierEnv {
   partPool?: PartBufferPool;
   /** Spaces out an operation class after the store throttled it (shared by all partitions). */
   pacer?: OpClassPacer;
+  /** Counts the agent's other store traffic, so housekeeping waits until it is idle. */
+  meter?: RequestMeter;
 }
 
 /** Keeps one {@link PartitionTier} per partition directory across passes. */
@@ -68,7 +73,11 @@ export class TierWorker {
   readonly #prefix: string;
   readonly #evictor: Evictor;
   readonly #partitions = new Map<string, PartitionTier>();
+  /** Background jobs (manifests, verify pass, sweeps), run between passes. */
+  readonly housekeeper: Housekeeper;
   #running?: Promise<PassReport>;
+  /** Passes, housekeeping runs and compactions run one at a time, in order. */
+  #serial: Promise<unknown> = Promise.resolve();
 
   constructor(env: TierEnv) {
     const ts = env.config.tiered_storage;
@@ -105,6 +114,16 @@ export class TierWorker {
         ? new BrokerClient(env.config.agent.broker)
         : undefined);
     this.#evictor = broker ? new BrokerEvictor(broker) : new UnlinkEvictor();
+    this.housekeeper = new Housekeeper({
+      config: env.config,
+      store,
+      clock,
+      logger,
+      observer,
+      keySpace: { prefix: env.prefix, clusterId: env.config.agent.cluster_id },
+      targets: () => this.partitions,
+      meter: env.meter,
+    });
   }
 
   /** The partitions found by the last pass. */
@@ -121,10 +140,25 @@ export class TierWorker {
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */
-  async compact(): Promise<{ partitions: number }> {
-    await this.#running?.catch(() => {});
-    for (const p of this.#partitions.values()) await p.compact();
-    return { partitions: this.#partitions.size };
+  compact(): Promise<{ partitions: number }> {
+    return this.#exclusively(async () => {
+      for (const p of this.#partitions.values()) await p.compact();
+      return { partitions: this.#partitions.size };
+    });
+  }
+
+  /**
+   * Runs the housekeeping jobs that are due (between passes, never during one); with `force`
+   * whether the agent is idle or not.
+   */
+  housekeep(options: { force?: boolean } = {}): Promise<JobOutcome[] | undefined> {
+    return this.#exclusively(() => this.housekeeper.maybeRun(options));
+  }
+
+  #exclusively<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#serial.then(work);
+    this.#serial = run.catch(() => {});
+    return run;
   }
 
   /**
@@ -132,14 +166,15 @@ export class TierWorker {
    * running a pass; the first pass does it too.
    * @returns how many partitions are open
    */
-  async open(): Promise<number> {
-    await this.#running?.catch(() => {});
-    return (await this.#discover()).partitions.length;
+  open(): Promise<number> {
+    return this.#exclusively(async () => (await this.#discover()).partitions.length);
   }
 
   /** Runs one pass; a call while a pass runs joins that pass. */
   pass(): Promise<PassReport> {
-    this.#running ??= this.#pass().finally(() => (this.#running = undefined));
+    this.#running ??= this.#exclusively(() => this.#pass()).finally(() => {
+      this.#running = undefined;
+    });
     return this.#running;
   }
 
@@ -253,7 +288,7 @@ export class TierWorker {
 
   /** Waits for a running pass, then closes every partition's journal. */
   async close(): Promise<void> {
-    await this.#running?.catch(() => {});
+    await this.#serial;
     for (const p of this.#partitions.values()) await p.close();
     this.#partitions.clear();
   }

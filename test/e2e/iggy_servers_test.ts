@@ -184,14 +184,12 @@ async function scenario(
 
     await steps.run(
       "tierd logs in to the broker once and keeps its JWT",
-      // blocked on a BrokerClient fix (found by issue 12 item 1, not yet an item of its own):
-      // partitions that evict at the same time each log in, because `#token ??= await login()`
-      // lets every caller that finds no token start a login; two partitions log in twice.
+      // Partitions that evict at the same time share one login (found by this suite: each used
+      // to start its own).
       () => {
         const logins = callsBeforeRestart.filter((c) => c.path === "/users/login");
         assert.equal(logins.length, 1, JSON.stringify(callsBeforeRestart.map((c) => c.path)));
       },
-      { ignore: true },
     );
 
     const files = new Map<number, PartitionFiles>();

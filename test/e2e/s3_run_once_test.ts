@@ -23,6 +23,7 @@ import {
   startMinioReady,
 } from "../fixtures/_agent.ts";
 import { tempDir } from "../_util.ts";
+import { decodeManifest } from "../../src/layout/manifest.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -196,6 +197,26 @@ if (await minioAvailable("tierd run --once against MinIO")) {
           // The active segment stays local.
           const active = segmentStem(segments.at(-1)!.startOffset);
           assert.ok(!objects.some((o) => o.key.startsWith(base) && o.key.includes(active)));
+          // The partition's manifest lists exactly the copies, with their facts.
+          const manifestKey = `iggy/local/meta/${STREAM}/${TOPIC}/${p.partition}/` +
+            `${state.incarnation.toString(16).padStart(16, "0")}-0/manifest.json`;
+          expectedKeys.push(manifestKey);
+          const mget = await aws.fetch(url(manifestKey));
+          assert.equal(mget.status, 200, manifestKey);
+          const manifest = decodeManifest(manifestKey, new Uint8Array(await mget.arrayBuffer()));
+          assert.equal(manifest.format, p.format);
+          assert.equal(manifest.incarnation, state.incarnation);
+          assert.deepEqual(
+            manifest.segments.map((m) => [m.start, m.endOffset, m.size, m.checksum]),
+            await Promise.all(
+              segments.slice(0, -1).map(async (seg) => [
+                seg.startOffset,
+                seg.endOffset,
+                seg.size,
+                xxh3_128(new Uint8Array(await readFile(seg.logPath))),
+              ]),
+            ),
+          );
         }
         assert.deepEqual(objects.map((o) => o.key).sort(), expectedKeys.sort());
         assert.deepEqual(await minioStore(minio).listMultipartUploads("iggy/"), []);

@@ -142,7 +142,8 @@ export class LifecycleModel {
         return s?.state === "COPY_SEGMENT_STARTED" || s?.state === "DANGLING";
       case "dangling":
         return s?.state === "COPY_SEGMENT_STARTED" ||
-          (s?.state === "DELETE_SEGMENT_STARTED" && s.cause === "dangling");
+          (s?.state === "DELETE_SEGMENT_STARTED" && s.cause === "dangling") ||
+          (s?.state === "COPY_SEGMENT_FINISHED" && !s.evicted);
       case "delete_started":
         return e.cause === "dangling"
           ? s?.state === "DANGLING"

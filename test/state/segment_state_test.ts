@@ -250,3 +250,23 @@ Deno.test("lost_before_upload records a gap and is final", () => {
   stateError(() => applyEvent(s, { type: "copy_started", segment: 100n, generation: 0n, at: 3 }));
   assert.deepEqual(fold(snapshotEvents(s, 0)), s);
 });
+
+Deno.test("a verified copy found bad while its local files remain goes DANGLING; an evicted one cannot", () => {
+  const finished = fold([
+    { type: "copy_started", ...id, at: 1 },
+    { type: "copy_finished", ...id, ...meta, at: 2 },
+  ]);
+  const again = applyEvent(finished, {
+    type: "dangling",
+    ...id,
+    reason: "verify: object missing",
+    at: 3,
+  });
+  assert.equal(getSegment(again, 0n, 0n)?.state, "DANGLING");
+  assert.equal(getSegment(again, 0n, 0n)?.danglingReason, "verify: object missing");
+  const evicted = applyEvent(finished, { type: "evicted", ...id, at: 3 });
+  const err = stateError(() =>
+    applyEvent(evicted, { type: "dangling", ...id, reason: "x", at: 4 })
+  );
+  assert.equal(err.from, "COPY_SEGMENT_FINISHED");
+});
