@@ -69,6 +69,8 @@ export class RetryingStore {
     return decorateStore(this.#inner, (call) =>
       withRetry(async (attempt) => {
         const signal = call.signal ? AbortSignal.any([attempt, call.signal]) : attempt;
+        // Nothing is sent once the deadline passed or the root was cancelled (a stop).
+        signal.throwIfAborted();
         await pacer?.pace(cls, signal);
         const result = await call.run(signal);
         pacer?.succeeded(cls);

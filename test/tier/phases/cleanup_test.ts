@@ -1,0 +1,190 @@
+// The dangling-cleanup phase alone: a failed copy whose object in the store is complete and
+// matches is adopted; anything else under its keys is deleted and its uploads aborted; a store
+// fault leaves it DANGLING for the next pass.
+import assert from "node:assert/strict";
+import { decorateStore } from "../../../providers/decorate.ts";
+import { StoreError } from "../../../providers/types.ts";
+import { getSegment } from "../../../src/state/segment_state.ts";
+import { copySegment, segmentSource } from "../../../src/tier/copy_segment.ts";
+import { cleanupPhase } from "../../../src/tier/phases/cleanup.ts";
+import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.ts";
+
+/** Puts a real, complete copy of segment `i` into the store, bypassing the tier code. */
+async function storeCopyOf(r: PhaseRig, i: number): Promise<void> {
+  const local = (await r.local())[i];
+  const src = await segmentSource(local, r.format, r.ledger.keys(local.start));
+  await copySegment(r.sim, src, { partSize: r.config.tiered_storage.part_size, concurrency: 1 });
+}
+
+Deno.test("cleanup: a DANGLING segment whose complete, matching copy is in the store is adopted without a new upload", async () => {
+  const r = await phaseRig();
+  try {
+    const seg = r.segments[0];
+    await recordDangling(r, seg.startOffset, "connection reset after the upload");
+    await storeCopyOf(r, 0);
+    r.sim.resetCounts();
+    const out = await cleanupPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+    });
+    assert.deepEqual(out.errors, []);
+    assert.equal(out.adopted, 1);
+    assert.equal(out.cleaned, 0);
+    const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
+    assert.equal(rec.state, "COPY_SEGMENT_FINISHED");
+    assert.deepEqual(rec.meta, await factsOf(seg));
+    assert.equal(r.sim.requestCount("put"), 0, "no new upload");
+    assert.equal(r.sim.requestCount("createMultipart"), 0);
+    assert.equal(r.sim.requestCount("deleteMany"), 0, "an adopted copy is not deleted");
+    assert.ok(r.sim.objects.has(r.ledger.keys(seg.startOffset).log));
+    // What the journal holds is what memory holds.
+    const reopened = await r.reopen();
+    assert.equal(getSegment(reopened.state, 0n, seg.startOffset)?.state, "COPY_SEGMENT_FINISHED");
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("cleanup: a mismatching object is deleted, and the journaled (and any unknown) multipart upload aborted", async () => {
+  const r = await phaseRig();
+  try {
+    const seg = r.segments[0];
+    const keys = r.ledger.keys(seg.startOffset);
+    await r.ledger.record({
+      type: "copy_started",
+      segment: seg.startOffset,
+      generation: 0n,
+      at: 1,
+    });
+    const journaled = await r.sim.createMultipart(keys.log);
+    await r.ledger.record({
+      type: "multipart_started",
+      segment: seg.startOffset,
+      generation: 0n,
+      key: keys.log,
+      uploadId: journaled,
+      at: 2,
+    });
+    // An upload the journal never heard of (a crash before its id was recorded), and an object
+    // that is not this segment under its keys.
+    await r.sim.createMultipart(keys.log);
+    await r.sim.put(keys.log, new Uint8Array(seg.size).fill(7));
+    await r.sim.put(keys.index, new Uint8Array(seg.indexSize));
+    await r.ledger.record({
+      type: "dangling",
+      segment: seg.startOffset,
+      generation: 0n,
+      reason: "test",
+      at: 3,
+    });
+    assert.equal(r.sim.uploads.size, 2);
+    const out = await cleanupPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+    });
+    assert.deepEqual(out.errors, []);
+    assert.equal(out.cleaned, 1);
+    assert.equal(out.adopted, 0);
+    const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
+    assert.equal(rec.state, "DELETE_SEGMENT_FINISHED");
+    assert.equal(rec.deleteCause, "dangling");
+    assert.equal(r.sim.objects.has(keys.log), false);
+    assert.equal(r.sim.objects.has(keys.index), false);
+    assert.equal(r.sim.uploads.size, 0, "no open upload left");
+    assert.deepEqual(await r.sim.listMultipartUploads(""), []);
+    const events = (await r.events()).filter((e) => "segment" in e).map((e) => e.type);
+    assert.deepEqual(events.slice(-2), ["delete_started", "delete_finished"]);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("cleanup: the journaled upload is aborted even when the store's listing does not show it", async () => {
+  // Listings of uploads may lag (or page): the journal is what names the upload for sure.
+  const r = await phaseRig({
+    wrap: (sim) =>
+      decorateStore(
+        sim,
+        (call) =>
+          call.op === "list_multipart_uploads"
+            ? Promise.resolve([] as never)
+            : call.run(call.signal),
+      ),
+  });
+  try {
+    const seg = r.segments[0];
+    const keys = r.ledger.keys(seg.startOffset);
+    await r.ledger.record({
+      type: "copy_started",
+      segment: seg.startOffset,
+      generation: 0n,
+      at: 1,
+    });
+    const uploadId = await r.sim.createMultipart(keys.log);
+    await r.ledger.record(
+      {
+        type: "multipart_started",
+        segment: seg.startOffset,
+        generation: 0n,
+        key: keys.log,
+        uploadId,
+        at: 2,
+      },
+      { type: "dangling", segment: seg.startOffset, generation: 0n, reason: "test", at: 3 },
+    );
+    const out = await cleanupPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+    });
+    assert.deepEqual(out.errors, []);
+    assert.equal(out.cleaned, 1);
+    assert.equal(r.sim.uploads.has(uploadId), false, "the journaled upload was aborted");
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("cleanup: a store fault leaves the segment DANGLING, its object in place, and says the store is unreachable", async () => {
+  let failDeletes = true;
+  const r = await phaseRig({
+    wrap: (sim) =>
+      decorateStore(sim, (call) => {
+        if (call.op === "delete" && failDeletes) {
+          return Promise.reject(new StoreError("Transport", "connection reset", { op: "delete" }));
+        }
+        return call.run(call.signal);
+      }),
+  });
+  try {
+    const seg = r.segments[0];
+    const keys = r.ledger.keys(seg.startOffset);
+    await recordDangling(r, seg.startOffset);
+    await r.sim.put(keys.log, new Uint8Array(10)); // not the segment: to be deleted
+    const out = await r.clock.runUntil(
+      cleanupPhase(r.ctx, r.ledger, { segments: await r.local(), format: r.format }),
+    );
+    assert.equal(out.storeUnreachable, true);
+    assert.equal(out.cleaned + out.adopted, 0);
+    assert.equal(out.errors.length, 1);
+    assert.match(
+      out.errors[0],
+      new RegExp(`^cleanup of segment ${seg.startOffset}: connection reset`),
+    );
+    assert.ok(r.retries.some((e) => e.op === "delete"), "the delete was retried");
+    const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
+    assert.equal(rec.state, "DANGLING", "back to DANGLING, not stuck in DELETE_SEGMENT_STARTED");
+    assert.match(rec.danglingReason!, /^cleanup failed: connection reset/);
+    assert.ok(r.sim.objects.has(keys.log), "nothing was deleted");
+    // Once the store answers, the next pass cleans it up.
+    failDeletes = false;
+    const next = await cleanupPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+    });
+    assert.deepEqual(next.errors, []);
+    assert.equal(next.cleaned, 1);
+    assert.equal(r.sim.objects.has(keys.log), false);
+  } finally {
+    await r.cleanup();
+  }
+});
