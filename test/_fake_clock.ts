@@ -9,7 +9,7 @@ export const GENERATOR_EPOCH_MS = 1_750_000_000_000;
 /** A {@linkcode Clock} whose time moves only through `advance()` (or `runUntil`). */
 export class FakeClock implements Clock {
   #now: number;
-  #timers: Array<{ at: number; seq: number; fn: () => void }> = [];
+  #timers: Array<{ at: number; seq: number; fn: () => void; unref: boolean }> = [];
   #seq = 0;
 
   constructor(start = GENERATOR_EPOCH_MS) {
@@ -29,9 +29,14 @@ export class FakeClock implements Clock {
     return this.#now;
   }
 
-  setTimer(ms: number, fn: () => void): () => void {
+  setTimer(ms: number, fn: () => void, options?: { unref?: boolean }): () => void {
     // Whole milliseconds, like Date.now(): journal timestamps must be integers.
-    const timer = { at: this.#now + Math.ceil(Math.max(0, ms)), seq: this.#seq++, fn };
+    const timer = {
+      at: this.#now + Math.ceil(Math.max(0, ms)),
+      seq: this.#seq++,
+      fn,
+      unref: options?.unref ?? false,
+    };
     this.#timers.push(timer);
     return () => {
       this.#timers = this.#timers.filter((t) => t !== timer);
@@ -59,19 +64,26 @@ export class FakeClock implements Clock {
   }
 
   /**
-   * Awaits `promise` while time runs: after each real macrotask, time jumps to the next timer
-   * (a backoff sleep, say) but at most `maxStepMs` — so work that is doing real I/O sees time
-   * pass slowly, and a deadline is only reached when nothing else is happening for a while.
+   * Awaits `promise` while time runs. After each real macrotask, time jumps to the next timer
+   * something waits on (a backoff sleep: a timer that keeps the process alive); `unref` timers
+   * (deadlines, background persistence) are only reached by creeping forward `maxStepMs` per
+   * macrotask while nothing else is pending — so a deadline passes when work is stuck, not
+   * because real I/O took a few ticks.
    * @returns what `promise` resolved to
    */
   async runUntil<T>(promise: Promise<T>, options: { maxStepMs?: number } = {}): Promise<T> {
-    const maxStepMs = options.maxStepMs ?? 250;
+    const maxStepMs = options.maxStepMs ?? 5;
     let settled = false;
     const done = promise.finally(() => (settled = true));
     done.catch(() => {}); // handled below, once the loop ends
     while (!settled) {
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (settled) break;
+      const waitedOn = this.#timers.filter((t) => !t.unref);
+      if (waitedOn.length > 0) {
+        this.advance(Math.max(0, Math.min(...waitedOn.map((t) => t.at)) - this.#now));
+        continue;
+      }
       const next = this.#timers.reduce((m, t) => Math.min(m, t.at), Infinity);
       this.advance(Math.max(0, Math.min(next - this.#now, maxStepMs)));
     }

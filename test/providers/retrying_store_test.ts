@@ -59,7 +59,9 @@ function onClock(clock: FakeClock) {
   return async <T>(p: Promise<T>): Promise<T> => {
     let cancel = () => {};
     const limit = new Promise<never>((_, reject) => {
-      cancel = clock.setTimer(3_600_000, () => reject(new Error("still pending after 1 h")));
+      cancel = clock.setTimer(3_600_000, () => reject(new Error("still pending after 1 h")), {
+        unref: true, // a watchdog: reached only when nothing else is pending
+      });
     });
     try {
       return await clock.runUntil(Promise.race([p, limit]), { maxStepMs: Infinity });

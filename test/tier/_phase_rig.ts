@@ -27,7 +27,6 @@ import type { JournalEvent } from "../../src/state/events.ts";
 import { decodeRecords } from "../../src/state/journal.ts";
 import { type KeySpace, PartitionLedger } from "../../src/tier/partition_ledger.ts";
 import { listLocal, type PhaseContext } from "../../src/tier/phase.ts";
-import { finishedEvent } from "../../src/tier/phases/copy.ts";
 import { testConfig } from "../_config.ts";
 import { FakeClock } from "../_fake_clock.ts";
 import {
@@ -37,6 +36,7 @@ import {
   recordingObserver,
   scratchDir,
 } from "../_model/tier_harness.ts";
+import { copyFinishedEvent } from "../../src/state/events.ts";
 
 await initHashes();
 
@@ -198,7 +198,7 @@ export async function recordCopied(r: PhaseRig, seg: GeneratedSegment): Promise<
   const generation = r.ledger.state.generation;
   await r.ledger.record(
     { type: "copy_started", segment: seg.startOffset, generation, at: r.clock.now() },
-    finishedEvent(seg.startOffset, generation, await factsOf(seg), r.clock.now()),
+    copyFinishedEvent(seg.startOffset, generation, await factsOf(seg), r.clock.now()),
   );
 }
 

@@ -8,39 +8,75 @@ import { writeMarker } from "../../src/state/marker.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
 import { reconcileAtBoot } from "../../src/tier/boot.ts";
 import { factsOf, phaseRig, recordCopied, recordDangling } from "./_phase_rig.ts";
+import { copyFinishedEvent } from "../../src/state/events.ts";
 
 async function exists(path: string): Promise<boolean> {
   return await access(path).then(() => true, () => false);
 }
 
-Deno.test("boot: first sight records an incarnation for the directory; a second boot keeps it", async () => {
+Deno.test("boot: first sight (nothing in the bucket) records an incarnation; a second boot keeps it", async () => {
   const r = await phaseRig({ incarnation: false });
   try {
     assert.equal(r.ledger.state.incarnation, undefined);
-    const first = await reconcileAtBoot(r.ctx, r.ledger, r.part);
-    assert.ok(first.incarnation !== undefined);
-    assert.equal(r.ledger.state.incarnation, first.incarnation);
+    const first = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
+    assert.equal(first.incarnation.kind, "new");
+    const incarnation = first.incarnation.kind === "new" ? first.incarnation.incarnation : 0n;
+    assert.equal(r.ledger.state.incarnation, incarnation);
     assert.equal(r.ledger.state.device, r.part.device);
     assert.equal(r.ledger.state.inode, r.part.inode);
+    assert.equal(r.sim.requestCount("list"), 1, "the bucket was asked about the partition");
     assert.deepEqual(r.logged("partition directory was recreated: new incarnation"), []);
     await r.reopen();
-    const second = await reconcileAtBoot(r.ctx, r.ledger, r.part);
-    assert.equal(second.incarnation, undefined, "nothing new recorded");
-    assert.equal(r.ledger.state.incarnation, first.incarnation);
+    const second = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
+    assert.deepEqual(second.incarnation, { kind: "kept" }, "nothing new recorded");
+    assert.equal(r.ledger.state.incarnation, incarnation);
+    assert.equal(r.sim.requestCount("list"), 1, "a known directory needs no store call");
   } finally {
     await r.cleanup();
   }
 });
 
-Deno.test("boot: a directory with another inode is a new partition: a new incarnation, new keys, no old records", async () => {
+Deno.test("boot: a directory with another inode whose segments match the journal keeps its incarnation", async () => {
   const r = await phaseRig();
   try {
     const old = r.ledger.state.incarnation!;
     await recordCopied(r, r.segments[0]);
+    await recordCopied(r, r.segments[1]);
+    const out = await reconcileAtBoot(
+      r.ctx,
+      r.ledger,
+      { ...r.part, inode: r.part.inode + 1 },
+      r.keySpace,
+    );
+    assert.equal(out.incarnation.kind, "moved");
+    assert.equal(r.ledger.state.incarnation, old);
+    assert.equal(r.ledger.state.inode, r.part.inode + 1, "the new directory is recorded");
+    assert.equal(segmentsOf(r.ledger.state).length, 2, "its records stay");
+    assert.deepEqual(r.logged("partition directory was recreated: new incarnation"), []);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("boot: a directory with another inode and other bytes at the same offsets is a new partition", async () => {
+  const r = await phaseRig();
+  try {
+    const old = r.ledger.state.incarnation!;
+    const facts = await factsOf(r.segments[0]);
+    // The journal remembers other bytes at offset 0: the topic was deleted and recreated.
+    await r.ledger.record(
+      { type: "copy_started", segment: 0n, generation: 0n, at: 1 },
+      copyFinishedEvent(0n, 0n, { ...facts, checksum: facts.checksum ^ 1n }, 1),
+    );
     const oldKey = r.ledger.keys(0n).log;
-    const out = await reconcileAtBoot(r.ctx, r.ledger, { ...r.part, inode: r.part.inode + 1 });
-    assert.ok(out.incarnation !== undefined && out.incarnation !== old);
-    assert.equal(r.ledger.state.incarnation, out.incarnation);
+    const out = await reconcileAtBoot(
+      r.ctx,
+      r.ledger,
+      { ...r.part, inode: r.part.inode + 1 },
+      r.keySpace,
+    );
+    assert.equal(out.incarnation.kind, "new");
+    assert.notEqual(r.ledger.state.incarnation, old);
     assert.equal(r.ledger.state.inode, r.part.inode + 1);
     assert.deepEqual(
       segmentsOf(r.ledger.state),
@@ -49,7 +85,9 @@ Deno.test("boot: a directory with another inode is a new partition: a new incarn
     );
     assert.equal(r.ledger.state.floor, -1n);
     assert.notEqual(r.ledger.keys(0n).log, oldKey);
-    assert.equal(r.logged("partition directory was recreated: new incarnation").length, 1);
+    const line = r.logged("partition directory was recreated: new incarnation");
+    assert.equal(line.length, 1);
+    assert.match(String(line[0].evidence), /segment 0: the local bytes differ/);
   } finally {
     await r.cleanup();
   }
@@ -78,9 +116,9 @@ Deno.test("boot: copies and dangling cleanups a crash cut off become DANGLING; n
       at: 3,
     });
     await r.reopen(); // the restart
-    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part);
+    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
     assert.equal(out.interrupted, 2);
-    assert.equal(out.incarnation, undefined);
+    assert.deepEqual(out.incarnation, { kind: "kept" });
     const at = (seg: typeof s0) => getSegment(r.ledger.state, 0n, seg.startOffset)!;
     assert.equal(at(s0).state, "DANGLING");
     assert.match(
@@ -97,7 +135,7 @@ Deno.test("boot: copies and dangling cleanups a crash cut off become DANGLING; n
     );
     // It is durable: a second boot finds nothing to do.
     await r.reopen();
-    assert.equal((await reconcileAtBoot(r.ctx, r.ledger, r.part)).interrupted, 0);
+    assert.equal((await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace)).interrupted, 0);
     assert.equal(getSegment(r.ledger.state, 0n, s0.startOffset)?.state, "DANGLING");
   } finally {
     await r.cleanup();
@@ -121,7 +159,7 @@ Deno.test("boot: untrusted markers are quarantined (moved, never deleted) and re
     await writeFile(garbage, new Uint8Array(128).fill(9));
     const trusted = markerPaths(r.ledger.stateDir, s2.startOffset).marker;
     await r.ledger.writeMarker(getSegment(r.ledger.state, 0n, s2.startOffset)!);
-    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part);
+    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
     assert.deepEqual(out.quarantined.map((q) => q.path).sort(), [foreign, garbage].sort());
     assert.match(out.quarantined.find((q) => q.path === foreign)!.reason, /incarnation 2a/);
     assert.equal(await exists(foreign), false);
@@ -152,7 +190,7 @@ Deno.test("boot: a trusted marker whose .log is gone records the eviction a cras
       await rm(seg.indexPath);
     }
     await r.reopen();
-    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part);
+    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
     assert.equal(out.evictionsRecorded, 2);
     assert.deepEqual(out.quarantined, []);
     const evicted = (seg: typeof s0) => getSegment(r.ledger.state, 0n, seg.startOffset)?.evicted;
@@ -163,7 +201,7 @@ Deno.test("boot: a trusted marker whose .log is gone records the eviction a cras
     );
     await r.reopen();
     assert.deepEqual([evicted(s0), evicted(s1)], [true, true], "durably");
-    assert.equal((await reconcileAtBoot(r.ctx, r.ledger, r.part)).evictionsRecorded, 0);
+    assert.equal((await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace)).evictionsRecorded, 0);
   } finally {
     await r.cleanup();
   }

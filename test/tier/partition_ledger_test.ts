@@ -6,7 +6,7 @@ import { journalPath } from "../../src/layout/state_paths.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
 import { getSegment, JournalStateError } from "../../src/state/segment_state.ts";
 import { PartitionLedger } from "../../src/tier/partition_ledger.ts";
-import { finishedEvent } from "../../src/tier/phases/copy.ts";
+import { copyFinishedEvent } from "../../src/state/events.ts";
 import { factsOf, ID, phaseRig, recordCopied, recordDangling } from "./_phase_rig.ts";
 
 Deno.test("ledger: an illegal event is refused; neither memory nor the journal changes", async () => {
@@ -27,7 +27,10 @@ Deno.test("ledger: an illegal event is refused; neither memory nor the journal c
       assert.deepEqual(await journal(), bytes, "nothing appended");
     };
     // A finished copy that never started.
-    await refused(/illegal copy_finished/, finishedEvent(s0.startOffset, 0n, await factsOf(s0), 1));
+    await refused(
+      /illegal copy_finished/,
+      copyFinishedEvent(s0.startOffset, 0n, await factsOf(s0), 1),
+    );
     // A batch whose second event is illegal: the legal first one is not applied either.
     await refused(
       /illegal evicted event/,

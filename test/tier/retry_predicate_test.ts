@@ -135,9 +135,10 @@ Deno.test("a segment that changes during its copy fails at once with its own rea
 Deno.test("a store that answers transport errors is retried, and raises the stall gauge", async () => {
   const w = await world();
   try {
-    w.sim.setUnavailable(true);
     const worker = w.worker(counting(w));
     try {
+      await worker.open(); // first sight asks the bucket; then the store goes away
+      w.sim.setUnavailable(true);
       const report = await w.clock.runUntil(worker.pass());
       assert.equal(report.copied, 0);
       assert.equal(report.storeUnreachable, true);
