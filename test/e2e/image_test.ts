@@ -35,7 +35,7 @@ async function tierdImage(): Promise<{ image: string; built: boolean }> {
   const image = "tierd:test";
   console.error(`building ${image} from ${ROOT}Dockerfile…`);
   const out = await new Deno.Command("docker", {
-    args: ["build", "--network", "host", "-t", image, ROOT],
+    args: ["build", "--network", "host", "--force-rm", "-t", image, ROOT],
     stdout: "piped",
     stderr: "piped",
   }).output();
