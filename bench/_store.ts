@@ -114,6 +114,7 @@ async function findServerPid(needle: string): Promise<number | undefined> {
 
 async function minioVersion(): Promise<string> {
   const found = await findMinio();
+  if ("image" in found) return found.image;
   if ("reason" in found) return "(unknown version)";
   try {
     const out = await new Deno.Command(found.bin, { args: ["--version"], stderr: "null" }).output();

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the object-store servers the contract tests run against, each only if
-# missing, into $HOME/.cache/tierd: MinIO and fake-gcs-server (go install, pinned) into bin/,
-# Azurite (npm, pinned) into azurite/. Idempotent; prints what it did. Building MinIO takes
-# minutes. Override the location with TIERD_CACHE_DIR.
+# missing, into $HOME/.cache/tierd: MinIO and fake-gcs-server (go install, pinned, static so
+# scripts/docker-images.sh can put the same binaries in images) into bin/, Azurite (npm, pinned)
+# into azurite/. Idempotent; prints what it did. Building MinIO takes minutes. Pins:
+# scripts/test-servers.env. Override the location with TIERD_CACHE_DIR.
 set -euo pipefail
 
-MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
-FAKE_GCS_MODULE="github.com/fsouza/fake-gcs-server@v1.56.1"
-AZURITE_PACKAGE="azurite@3.35.0"
+pins="$(dirname "$0")/test-servers.env"
+pin() { sed -n "s/^$1=//p" "$pins"; }
+MINIO_MODULE="$(pin TIERD_MINIO_MODULE)"
+FAKE_GCS_MODULE="$(pin TIERD_FAKE_GCS_MODULE)"
+AZURITE_PACKAGE="$(pin TIERD_AZURITE_PACKAGE)"
 
 CACHE="${TIERD_CACHE_DIR:-$HOME/.cache/tierd}"
 BIN="$CACHE/bin"
@@ -33,7 +36,7 @@ go_install() { # name module
     return 1
   fi
   say "$name: building $module with $("$go" version | cut -d' ' -f3) (may take minutes)…"
-  GOBIN="$BIN" "$go" install "$module"
+  CGO_ENABLED=0 GOBIN="$BIN" "$go" install -trimpath -ldflags="-s -w" "$module"
   say "$name: installed at $BIN/$name"
 }
 

@@ -1,4 +1,4 @@
-// tierd beside the real Iggy 0.8.0 and 0.9.0-edge.5 servers (issue 12, DESIGN §2 and §10), once
+// tierd beside the real Iggy 0.8.0 and 0.9.0-edge.5 servers, once
 // with the fs store and once with MinIO: messages sent over the server's HTTP API are copied
 // byte-identical, evicted through DeleteSegments while the server keeps writing, read back
 // through tierd equal to what was sent and to the server's own answers, and the server restarts

@@ -60,7 +60,7 @@ Deno.test("invalid metrics and calls are refused", () => {
   assert.throws(() => c.inc({ a: "1", b: "2" } as { a: string }), /no label "b"/);
 });
 
-Deno.test("every DESIGN §8 metric is exported, and partition gauges are recomputed", () => {
+Deno.test("every documented metric is exported, and partition gauges are recomputed", () => {
   const r = new Registry();
   const m = createTierdMetrics(r);
   const part = (partition: number, localBytes: number) => ({

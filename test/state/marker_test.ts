@@ -57,7 +57,7 @@ function markerError(fn: () => unknown): MarkerError {
   assert.fail("expected a MarkerError");
 }
 
-Deno.test("marker layout matches DESIGN §4 byte for byte", () => {
+Deno.test("marker layout matches docs/architecture.md byte for byte", () => {
   const bytes = encodeMarker(sample);
   const view = new DataView(bytes.buffer);
   assert.equal(bytes.length, 128);
