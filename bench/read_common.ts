@@ -4,6 +4,7 @@
 // `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
 // the HTTP API exactly as a consumer would.
 import { join } from "node:path";
+import { concatBytes } from "../providers/bytes.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
 import { tierdBinary } from "./_proc.ts";
@@ -409,13 +410,7 @@ export async function timedFetch(url: string, init?: RequestInit): Promise<Timed
     first = await reader.read();
   }
   const total = performance.now();
-  const n = parts.reduce((a, p) => a + p.length, 0);
-  const body = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    body.set(p, at);
-    at += p.length;
-  }
+  const body = concatBytes(parts);
   return { ttfbMs: ttfb - t0, totalMs: total - t0, status: res.status, headers: res.headers, body };
 }
 

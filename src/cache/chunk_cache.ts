@@ -8,6 +8,7 @@
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
+import { concatBytes } from "../../providers/bytes.ts";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
@@ -324,7 +325,8 @@ export class ChunkCache implements RangeReader {
           this.#prefetch(this.#chunkRef(src, bounds, k), heat);
         }
       }
-      return concat(await Promise.all(parts), to - from);
+      const got = await Promise.all(parts);
+      return got.length === 1 ? got[0] : concatBytes(got);
     } finally {
       cancelTimer?.();
     }
@@ -743,15 +745,4 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }

@@ -2,6 +2,7 @@
 // (`tierd gen`): for demos, tests and benchmarks. Streams to disk; never holds a whole segment.
 import { type FileHandle, mkdir, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { writeAll } from "../../providers/bytes.ts";
 import { seededUint32 } from "../../providers/rng.ts";
 import { initHashes } from "../hash.ts";
 import {
@@ -301,16 +302,7 @@ class ChunkedFile {
   }
 
   async #writeFully(bytes: Uint8Array): Promise<void> {
-    let done = 0;
-    while (done < bytes.length) {
-      const { bytesWritten } = await this.fh.write(
-        bytes,
-        done,
-        bytes.length - done,
-        this.#position + done,
-      );
-      done += bytesWritten;
-    }
+    await writeAll(this.fh, bytes, this.#position);
     this.#position += bytes.length;
   }
 }

@@ -1,6 +1,7 @@
 // Journal record framing and the event codec: round trips, damage detection, cuts at any byte.
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { concatBytes } from "../../providers/bytes.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { decodeEvent, encodeEvent, EventDecodeError } from "../../src/state/event_codec.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
@@ -9,22 +10,12 @@ import { anyEvent, EVENT_TYPES, U64_MAX } from "./_arbitraries.ts";
 
 await initHashes();
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** Encodes events and returns the bytes plus each record's start offset (and the end). */
 function journalBytes(events: JournalEvent[]): { bytes: Uint8Array; starts: number[] } {
   const records = events.map(encodeRecord);
   const starts = [0];
   for (const r of records) starts.push(starts[starts.length - 1] + r.length);
-  return { bytes: concat(records), starts };
+  return { bytes: concatBytes(records), starts };
 }
 
 Deno.test("record framing is [u32 LE length][u64 LE xxh3-64 of body][JSON body]", () => {
@@ -105,7 +96,7 @@ Deno.test("a bad record in the middle is a torn tail from that point", () => {
   const b: JournalEvent = { type: "generation", generation: 2n, at: 2 };
   const ra = encodeRecord(a);
   const garbage = new Uint8Array([1, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 0x7b]);
-  const decoded = decodeRecords(concat([ra, garbage, encodeRecord(b)]));
+  const decoded = decodeRecords(concatBytes([ra, garbage, encodeRecord(b)]));
   assert.deepEqual(decoded.events, [a]);
   assert.deepEqual(decoded.torn, { position: ra.length, reason: "checksum mismatch" });
 });

@@ -11,7 +11,8 @@ import { uploadFile } from "../../../providers/upload.ts";
 import { listAll, StoreError } from "../../../providers/types.ts";
 import { type FakeGcsServer, findFakeGcs, startFakeGcs } from "../../fixtures/fake_gcs.ts";
 import { tempDir } from "../../_util.ts";
-import { concat, randomBytes } from "../_bytes.ts";
+import { concatBytes } from "../../../providers/bytes.ts";
+import { randomBytes } from "../_bytes.ts";
 
 const MiB = 1024 * 1024;
 
@@ -52,7 +53,7 @@ if ("reason" in found) {
         }
         assert.equal((await store.completeMultipart(key, uploadId, parts)).status, "Created");
         const got = await store.get(key);
-        const expected = concat(bodies);
+        const expected = concatBytes(bodies);
         assert.equal(got.size, expected.length);
         assert.ok(got.bytes.every((b, i) => b === expected[i]), "the parts, in part order");
         assert.deepEqual((await store.head(key)).metadata, { "end-offset": "69" });
