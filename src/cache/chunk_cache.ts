@@ -9,7 +9,7 @@ import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
 import { concatBytes } from "../../providers/bytes.ts";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock, untilAborted } from "../../providers/clock.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
@@ -301,7 +301,7 @@ export class ChunkCache implements RangeReader {
       ? AbortSignal.any([options.signal, timeout.signal])
       : timeout.signal;
     try {
-      const bounds = await abortable(this.#boundsOf(src), signal);
+      const bounds = await untilAborted(this.#boundsOf(src), signal);
       const span = chunksCovering(bounds, from, to - from);
       const behind = this.#heads.observe(src, from, to);
       const heat: ReaderHeat = behind > this.#policy.budget.bytes ? "cold" : "hot";
@@ -537,13 +537,13 @@ export class ChunkCache implements RangeReader {
   ): Promise<Uint8Array> {
     const preview = flight.preview;
     if (preview && preview.start <= from && to <= preview.end) {
-      const bytes = await abortable(preview.bytes, signal);
+      const bytes = await untilAborted(preview.bytes, signal);
       if (bytes) {
         this.#stats.counts.firstFetchAnswers++;
         return bytes.slice(from - preview.start, to - preview.start);
       }
     }
-    const bytes = await abortable(flight.done, signal);
+    const bytes = await untilAborted(flight.done, signal);
     return bytes.slice(from - flight.chunk.start, to - flight.chunk.start);
   }
 
@@ -726,23 +726,4 @@ function outcomeOf(err: unknown): FetchOutcome {
     return "aborted";
   }
   return "error";
-}
-
-/** `promise`, or the signal's reason once it aborts (the promise itself goes on). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
 }
