@@ -14,6 +14,7 @@ import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
+import { outcomeOf } from "../metrics/instrument_store.ts";
 import { writeFileDurable } from "../state/durable.ts";
 import { decodeAccessTable, encodeAccessTable, type TableEntry } from "./access_table.ts";
 import { CHUNK_BLOCK_SIZE, ChunkCorruptError, chunkFileSize } from "./chunk_format.ts";
@@ -631,7 +632,7 @@ export class ChunkCache implements RangeReader {
       if (err instanceof PrefetchSkipped) {
         this.#stats.counts.prefetchesSkipped++;
       } else {
-        this.#reportFetch(kind, outcomeOf(err), 0, began);
+        this.#reportFetch(kind, fetchOutcomeOf(err), 0, began);
       }
       throw err;
     } finally {
@@ -672,7 +673,7 @@ export class ChunkCache implements RangeReader {
       this.#reportFetch("first", "ok", length, began);
       return bytes;
     } catch (err) {
-      this.#reportFetch("first", outcomeOf(err), 0, began);
+      this.#reportFetch("first", fetchOutcomeOf(err), 0, began);
       throw err;
     } finally {
       release?.();
@@ -718,12 +719,13 @@ export class ChunkCache implements RangeReader {
   }
 }
 
-function outcomeOf(err: unknown): FetchOutcome {
+/**
+ * The `outcome` of a failed fetch: the cache's own errors, else the store request's outcome
+ * ({@link outcomeOf}) narrowed to `not_found`, `aborted` or `error`.
+ */
+function fetchOutcomeOf(err: unknown): FetchOutcome {
   if (err instanceof CacheFullError) return "cache_full";
-  if (err instanceof StoreError && err.kind === "NotFound") return "not_found";
   if (err instanceof CacheTimeoutError) return "aborted";
-  if (err instanceof DOMException && (err.name === "AbortError" || err.name === "TimeoutError")) {
-    return "aborted";
-  }
-  return "error";
+  const outcome = outcomeOf(err);
+  return outcome === "not_found" || outcome === "aborted" ? outcome : "error";
 }
