@@ -12,6 +12,7 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { concatBytes } from "../providers/bytes.ts";
+import { freePort } from "../test/fixtures/_server.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import { parseConfig } from "../src/config/load.ts";
 import { initHashes } from "../src/hash.ts";
@@ -158,13 +159,6 @@ function configText(tree: StateTree, store: BenchStore, port: number): string {
     'local_retention_size = "1 GiB"',
     "",
   ].join("\n");
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 async function vmRssKiB(pid: number): Promise<number> {

@@ -5,6 +5,7 @@
 // the HTTP API exactly as a consumer would.
 import { join } from "node:path";
 import { concatBytes } from "../providers/bytes.ts";
+import { freePort } from "../test/fixtures/_server.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
 import { tierdBinary } from "./_proc.ts";
@@ -105,13 +106,6 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** A free TCP port on 127.0.0.1 (bound and released; a race is possible but unlikely). */
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 function configText(data: ReadData, port: number, cacheDir: string, o: ServerOptions): string {
   const lines = [
     "[agent]",
