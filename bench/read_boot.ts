@@ -11,6 +11,8 @@
 // is in the details.
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { concatBytes } from "../providers/bytes.ts";
+import { freePort } from "../test/fixtures/_server.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import { parseConfig } from "../src/config/load.ts";
 import { initHashes } from "../src/hash.ts";
@@ -120,13 +122,7 @@ async function buildState(root: string, perPartition: number): Promise<StateTree
       tieredUpTo: BigInt(perPartition) * SPAN - 1n,
       at,
     });
-    const records = events.map(encodeRecord);
-    const bytes = new Uint8Array(records.reduce((n, r) => n + r.length, 0));
-    let o = 0;
-    for (const r of records) {
-      bytes.set(r, o);
-      o += r.length;
-    }
+    const bytes = concatBytes(events.map(encodeRecord));
     await writeFile(join(sdir, "journal"), bytes);
     journalBytes += bytes.length;
   }
@@ -163,13 +159,6 @@ function configText(tree: StateTree, store: BenchStore, port: number): string {
     'local_retention_size = "1 GiB"',
     "",
   ].join("\n");
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 async function vmRssKiB(pid: number): Promise<number> {

@@ -18,7 +18,8 @@ import type {
 } from "../src/cache/types.ts";
 import { recordResult } from "./_results.ts";
 import { WORK_DIR } from "./_segments.ts";
-import { MiB, progress, round, seededRandom } from "./_stats.ts";
+import { MiB, progress, round } from "./_stats.ts";
+import { seededRandom } from "../providers/rng.ts";
 
 const CHUNK = 1 * MiB;
 const SEGMENT_SIZE = 4 * MiB;

@@ -16,7 +16,8 @@ import { createReadContext } from "../src/read/context.ts";
 import { readRecords } from "../src/read/read_records.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import { recordResult } from "./_results.ts";
-import { median, MiB, progress, round, seededRandom } from "./_stats.ts";
+import { median, MiB, progress, round } from "./_stats.ts";
+import { seededRandom } from "../providers/rng.ts";
 import { waitForQuiet } from "./_proc.ts";
 import {
   entryAt,

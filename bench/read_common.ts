@@ -4,6 +4,8 @@
 // `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
 // the HTTP API exactly as a consumer would.
 import { join } from "node:path";
+import { concatBytes } from "../providers/bytes.ts";
+import { freePort } from "../test/fixtures/_server.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
 import { tierdBinary } from "./_proc.ts";
@@ -104,13 +106,6 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** A free TCP port on 127.0.0.1 (bound and released; a race is possible but unlikely). */
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 function configText(data: ReadData, port: number, cacheDir: string, o: ServerOptions): string {
   const lines = [
     "[agent]",
@@ -409,13 +404,7 @@ export async function timedFetch(url: string, init?: RequestInit): Promise<Timed
     first = await reader.read();
   }
   const total = performance.now();
-  const n = parts.reduce((a, p) => a + p.length, 0);
-  const body = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    body.set(p, at);
-    at += p.length;
-  }
+  const body = concatBytes(parts);
   return { ttfbMs: ttfb - t0, totalMs: total - t0, status: res.status, headers: res.headers, body };
 }
 

@@ -14,7 +14,8 @@ import {
   UNSIGNED_PAYLOAD,
 } from "../providers/s3/sigv4.ts";
 import { recordResult } from "./_results.ts";
-import { median, progress, round, seededRandom } from "./_stats.ts";
+import { median, progress, round } from "./_stats.ts";
+import { seededRandom } from "../providers/rng.ts";
 
 /** Options of {@link runSignBench}. */
 export interface SignBenchOptions {

@@ -52,8 +52,20 @@ export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClo
 }
 
 /**
- * Waits for `promise`, but rejects with `onTimeout()` after `ms` on `clock`, or with the
- * signal's reason once it aborts. The promise itself goes on (nothing is cancelled), so work
+ * Waits for `promise`, but rejects with the signal's reason as soon as it aborts (at once when
+ * it already has). The promise itself goes on: only the wait is given up. Without a signal,
+ * `promise` itself.
+ * @example
+ * const token = await untilAborted(sharedRefresh, options.signal);
+ */
+export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  return withTimeout(promise, Infinity, () => undefined, { signal });
+}
+
+/**
+ * Waits for `promise`, but rejects with `onTimeout()` after `ms` on `clock` (never, for an
+ * infinite `ms`), or with the signal's reason once it aborts. The promise itself goes on (nothing is cancelled), so work
  * that completes later still lands where it was going (a cache fill, say).
  * @returns the promise's value when it settles first
  * @example

@@ -1,18 +1,31 @@
-// A small seeded PRNG, so fault injection and jitter replay exactly from a seed.
+// A small seeded PRNG (mulberry32), so fault injection, jitter, generated segments and
+// benchmark workloads replay exactly from a seed. The one generator of the repository.
 
 /**
- * A deterministic generator of numbers in [0, 1) from a 32-bit seed (mulberry32).
+ * A deterministic generator of unsigned 32-bit integers from a 32-bit seed (mulberry32).
  * @example
- * const rng = seededRandom(42);
- * rng(); // the same sequence on every run
+ * const next = seededUint32(7);
+ * next() % 4; // 0..3, the same sequence on every run
  */
-export function seededRandom(seed: number): () => number {
+export function seededUint32(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
     let t = state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return (t ^ (t >>> 14)) >>> 0;
   };
+}
+
+/**
+ * A deterministic generator of numbers in [0, 1) from a 32-bit seed: {@link seededUint32}'s
+ * integers over 2^32.
+ * @example
+ * const rng = seededRandom(42);
+ * rng(); // the same sequence on every run
+ */
+export function seededRandom(seed: number): () => number {
+  const next = seededUint32(seed);
+  return () => next() / 4294967296;
 }

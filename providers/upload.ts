@@ -1,7 +1,8 @@
 // Uploads a local file (a sealed segment) to a store: one PUT with a known length when it fits
 // one part, else a multipart upload read in part-sized chunks with positional reads, so memory
 // stays near partSize × (concurrency + 1) whatever the file's size.
-import { open } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
+import { readInto } from "./bytes.ts";
 import { MAX_PART_NUMBER } from "./_rules.ts";
 import { BufferedMultipartWriter, type MultipartWriterOptions } from "./multipart_writer.ts";
 import { PartBufferPool } from "./part_pool.ts";
@@ -93,24 +94,13 @@ export async function uploadFile(
 }
 
 async function readFully(
-  file: {
-    read(
-      buffer: Uint8Array,
-      offset: number,
-      length: number,
-      position: number,
-    ): Promise<{ bytesRead: number }>;
-  },
+  file: Pick<FileHandle, "read">,
   target: Uint8Array,
   position: number,
   path: string,
 ): Promise<void> {
-  let done = 0;
-  while (done < target.byteLength) {
-    const { bytesRead } = await file.read(target, done, target.byteLength - done, position + done);
-    if (bytesRead === 0) {
-      throw new Error(`${path} shrank while uploading: no bytes at offset ${position + done}`);
-    }
-    done += bytesRead;
+  const got = await readInto(file, target, position);
+  if (got < target.length) {
+    throw new Error(`${path} shrank while uploading: no bytes at offset ${position + got}`);
   }
 }

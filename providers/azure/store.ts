@@ -2,20 +2,18 @@
 // (sharedkey.ts) or appends a SAS token, sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
 import { type Clock, systemClock } from "../clock.ts";
-import { checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
+import { checkMetadata } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import {
-  checkUploadId,
-  DEFAULT_STAGING_ROOT,
-  isUploadId,
-  newUploadId,
   noSuchUpload,
-  parseStagingName,
-  uploadMarkerName,
+  StagedMultipart,
+  type StagedObject,
+  type StagingCalls,
+  type UploadMarker,
 } from "../staging.ts";
 import { checkPathKey, queryString } from "../_url.ts";
 import {
@@ -100,7 +98,7 @@ export class AzureStore implements ObjectStore {
   readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
   readonly #deleteConcurrency: number;
-  readonly #staging: string;
+  readonly #multipart: StagedMultipart<UploadMarker>;
   #key: Promise<CryptoKey> | undefined;
   #clockOffsetMs = 0;
 
@@ -132,7 +130,7 @@ export class AzureStore implements ObjectStore {
     this.#clock = options.clock ?? systemClock;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#deleteConcurrency = options.deleteConcurrency ?? 16;
-    this.#staging = options.stagingPrefix ?? DEFAULT_STAGING_ROOT;
+    this.#multipart = new StagedMultipart(options.stagingPrefix, this.#stagingCalls());
   }
 
   /** How requests are authorized. */
@@ -233,44 +231,22 @@ export class AzureStore implements ObjectStore {
    * Starts a block-list upload: writes the marker blob that carries the metadata and content
    * type until completion. The returned id is 32 hex digits.
    */
-  async createMultipart(
+  createMultipart(
     key: string,
     options: { metadata?: UserMetadata; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<string> {
-    const op = "createMultipart";
-    checkPathKey(key, op);
-    checkMetadata(options.metadata, op, key);
-    const uploadId = newUploadId();
-    const marker = this.#markerName(key, uploadId, op);
-    await this.#exchange(
-      op,
-      key,
-      req.putBlob(this.#location, marker, new Uint8Array(0), {
-        metadata: options.metadata,
-        contentType: options.contentType,
-      }),
-      { signal: options.signal },
-    );
-    return uploadId;
+    return this.#multipart.createMultipart(key, options);
   }
 
   /** Put Block; the part's `etag` is its block id. Parts may go concurrently, in any order. */
-  async putPart(
+  putPart(
     key: string,
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
     options: { signal?: AbortSignal } = {},
   ): Promise<CompletedPart> {
-    const op = "putPart";
-    checkPathKey(key, op);
-    checkPartNumber(partNumber, op, key);
-    checkUploadId(uploadId, op, key);
-    const id = req.blockId(uploadId, partNumber);
-    await this.#exchange(op, key, req.putBlock(this.#location, key, id, body), {
-      signal: options.signal,
-    });
-    return { partNumber, etag: id };
+    return this.#multipart.putPart(key, uploadId, partNumber, body, options);
   }
 
   /**
@@ -280,80 +256,29 @@ export class AzureStore implements ObjectStore {
    * @throws {StoreError} `NotFound` (NoSuchUpload) when the marker is gone (aborted or
    *   completed), `PreconditionFailed` (InvalidPart) for parts this upload did not stage
    */
-  async completeMultipart(
+  completeMultipart(
     key: string,
     uploadId: string,
     parts: CompletedPart[],
     options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
   ): Promise<PutResult> {
-    const op = "completeMultipart";
-    checkPathKey(key, op);
-    checkUploadId(uploadId, op, key);
-    const ids = blockIdsInOrder(key, uploadId, parts);
-    const marker = this.#markerName(key, uploadId, op);
-    let answer: HttpResponse;
-    try {
-      answer = await this.#exchange(op, key, req.getBlobProperties(this.#location, marker), {
-        signal: options.signal,
-      });
-    } catch (err) {
-      if (err instanceof StoreError && err.kind === "NotFound") {
-        throw noSuchUpload(op, key, uploadId, { cause: err });
-      }
-      throw err;
-    }
-    const upload = parseProperties(marker, answer.headers, op);
-    const ifAbsent = options.ifAbsent === true;
-    const request = req.putBlockList(this.#location, key, ids, {
-      ifAbsent,
-      metadata: upload.metadata,
-      contentType: answer.headers.get("content-type") ?? undefined,
-    });
-    const response = await this.#exchange(op, key, request, {
-      signal: options.signal,
-      accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
-    });
-    if (response.status === 409 || response.status === 412) {
-      return this.#conditionalRefusal(response, op, key);
-    }
-    // The blob is committed; a marker left behind is swept like any stale upload.
-    await this.#delete(marker, op, options.signal).catch(() => {});
-    return created(response);
+    return this.#multipart.completeMultipart(key, uploadId, parts, options);
   }
 
   /** Removes the marker; uncommitted blocks expire on their own (see the class notes). */
-  async abortMultipart(
+  abortMultipart(
     key: string,
     uploadId: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<void> {
-    const op = "abortMultipart";
-    checkPathKey(key, op);
-    if (!isUploadId(uploadId)) return; // never one of ours: nothing to abort
-    await this.#delete(this.#markerName(key, uploadId, op), op, options.signal);
+    return this.#multipart.abortMultipart(key, uploadId, options);
   }
 
-  async listMultipartUploads(
+  listMultipartUploads(
     prefix: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<MultipartUpload[]> {
-    const op = "listMultipartUploads";
-    const uploads: MultipartUpload[] = [];
-    let marker: string | undefined;
-    do {
-      const request = req.listBlobs(this.#location, this.#staging + prefix, { marker });
-      const response = await this.#exchange(op, undefined, request, { signal: options.signal });
-      const page = parseListBlobs(response.body, op);
-      for (const blob of page.blobs) {
-        const parsed = parseStagingName(this.#staging, blob.key);
-        if (!parsed?.marker || !parsed.key.startsWith(prefix)) continue;
-        const upload: MultipartUpload = { key: parsed.key, uploadId: parsed.uploadId };
-        if (blob.lastModified) upload.initiated = blob.lastModified;
-        uploads.push(upload);
-      }
-      marker = page.nextMarker;
-    } while (marker);
-    return uploads;
+    return this.#multipart.listMultipartUploads(prefix, options);
   }
 
   close(): Promise<void> {
@@ -382,10 +307,74 @@ export class AzureStore implements ObjectStore {
     }
   }
 
-  #markerName(key: string, uploadId: string, op: string): string {
-    const name = uploadMarkerName(this.#staging, key, uploadId);
-    checkPathKey(name, op);
-    return name;
+  /**
+   * Multipart as Azure does it: the marker is an empty blob, parts are blocks staged on the
+   * target blob, completion is Put Block List, and only the marker is removed (Azure has no
+   * call to drop uncommitted blocks).
+   */
+  #stagingCalls(): StagingCalls<UploadMarker> {
+    return {
+      checkKey: checkPathKey,
+      checkMarker: (marker, _key, op) => checkPathKey(marker, op),
+      writeMarker: async (marker, key, { op, metadata, contentType, signal }) => {
+        await this.#exchange(
+          op,
+          key,
+          req.putBlob(this.#location, marker, new Uint8Array(0), { metadata, contentType }),
+          { signal },
+        );
+      },
+      stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
+        const id = req.blockId(uploadId, partNumber);
+        await this.#exchange(op, key, req.putBlock(this.#location, key, id, body), { signal });
+        return { partNumber, etag: id };
+      },
+      checkPart: checkStagedBlock,
+      readMarker: async (marker, { op, key, uploadId, signal }) => {
+        let answer: HttpResponse;
+        try {
+          answer = await this.#exchange(op, key, req.getBlobProperties(this.#location, marker), {
+            signal,
+          });
+        } catch (err) {
+          if (err instanceof StoreError && err.kind === "NotFound") {
+            throw noSuchUpload(op, key, uploadId, { cause: err });
+          }
+          throw err;
+        }
+        const { metadata } = parseProperties(marker, answer.headers, op);
+        return { metadata, contentType: answer.headers.get("content-type") ?? undefined };
+      },
+      commit: async ({ op, key, uploadId, upload, parts, ifAbsent, signal }) => {
+        const ids = parts.map((part) => req.blockId(uploadId, part.partNumber));
+        const request = req.putBlockList(this.#location, key, ids, {
+          ifAbsent,
+          metadata: upload.metadata,
+          contentType: upload.contentType,
+        });
+        const response = await this.#exchange(op, key, request, {
+          signal,
+          accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
+        });
+        if (response.status === 409 || response.status === 412) {
+          return this.#conditionalRefusal(response, op, key);
+        }
+        return created(response);
+      },
+      removeStaged: (marker, op, signal) => this.#delete(marker, op, signal),
+      listStaged: async (prefix, op, signal) => {
+        const out: StagedObject[] = [];
+        let marker: string | undefined;
+        do {
+          const request = req.listBlobs(this.#location, prefix, { marker });
+          const response = await this.#exchange(op, undefined, request, { signal });
+          const page = parseListBlobs(response.body, op);
+          for (const blob of page.blobs) out.push({ name: blob.key, initiated: blob.lastModified });
+          marker = page.nextMarker;
+        } while (marker);
+        return out;
+      },
+    };
   }
 
   async #delete(key: string, op: string, signal?: AbortSignal): Promise<void> {
@@ -508,23 +497,13 @@ function created(response: HttpResponse): PutResult {
   return etag ? { status: "Created", etag: quotesOff(etag) } : { status: "Created" };
 }
 
-/** The block ids to commit, in part order, checked against what this upload stages. */
-function blockIdsInOrder(key: string, uploadId: string, parts: CompletedPart[]): string[] {
-  const op = "completeMultipart";
-  return inPartOrder(key, parts, (part) => {
-    checkPartNumber(part.partNumber, op, key);
-    const id = req.blockId(uploadId, part.partNumber);
-    if (part.etag !== id) {
-      throw new StoreError(
-        "PreconditionFailed",
-        `part ${part.partNumber} was not staged by upload ${uploadId}`,
-        {
-          op,
-          key,
-          code: "InvalidPart",
-        },
-      );
-    }
-    return id;
-  });
+/** Refuses a completion's part whose block id is not the one this upload staged for it. */
+function checkStagedBlock(part: CompletedPart, uploadId: string, key: string): void {
+  if (part.etag !== req.blockId(uploadId, part.partNumber)) {
+    throw new StoreError(
+      "PreconditionFailed",
+      `part ${part.partNumber} was not staged by upload ${uploadId}`,
+      { op: "completeMultipart", key, code: "InvalidPart" },
+    );
+  }
 }

@@ -46,6 +46,7 @@ import {
   type StoredPart,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
+import { readInto, writeAll } from "../bytes.ts";
 import {
   type CompletedPart,
   type DeleteFailure,
@@ -405,7 +406,7 @@ export class FsStore implements ObjectStore {
       fh = await open(path, "wx");
       let position = 0;
       for (const chunk of chunks) {
-        await writeFully(fh, chunk, position);
+        await writeAll(fh, chunk, position);
         position += chunk.length;
       }
       await more?.(fh);
@@ -660,13 +661,6 @@ async function readObjectHeader(
   }
 }
 
-async function writeFully(fh: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length;) {
-    const { bytesWritten } = await fh.write(bytes, done, bytes.length - done, position + done);
-    done += bytesWritten;
-  }
-}
-
 async function readFully(
   fh: FileHandle,
   length: number,
@@ -675,10 +669,8 @@ async function readFully(
   op: string,
 ): Promise<Uint8Array> {
   const out = new Uint8Array(length);
-  for (let done = 0; done < length;) {
-    const { bytesRead } = await fh.read(out, done, length - done, position + done);
-    if (bytesRead === 0) throw malformed(key, op, "the file is shorter than its header says");
-    done += bytesRead;
+  if (await readInto(fh, out, position) < length) {
+    throw malformed(key, op, "the file is shorter than its header says");
   }
   return out;
 }
@@ -702,7 +694,7 @@ async function copyInto(
         offset + done,
       );
       if (bytesRead === 0) throw new Error(`part ${path} is shorter than expected`);
-      await writeFully(fh, buf.subarray(0, bytesRead), position + done);
+      await writeAll(fh, buf.subarray(0, bytesRead), position + done);
       done += bytesRead;
     }
     return length;

@@ -2,7 +2,7 @@
 // with crypto.subtle, exchanged at the key's token_uri), the GCE metadata server, a static token,
 // or none (fake-gcs-server). Fetched tokens are cached and refreshed at 90 % of their lifetime,
 // and once out of band when the store reports a 401.
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock, untilAborted } from "../clock.ts";
 import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { type FetchFn, sendHttp } from "../http.ts";
@@ -199,16 +199,6 @@ abstract class CachingTokenSource implements TokenSource {
     }
     return { accessToken, expiresIn };
   }
-}
-
-/** `promise`, or a rejection with the signal's reason as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** The fields of a service-account JSON key file tierd uses. */

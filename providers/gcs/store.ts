@@ -3,7 +3,7 @@
 // transport (../http.ts) and reads the answer (responses.ts). Multipart uploads are parallel
 // part objects joined by compose; see createMultipart.
 import { checkKey, invalidKey } from "../key_rules.ts";
-import { bareEtag, checkMetadata, checkPartNumber, inPartOrder } from "../_rules.ts";
+import { bareEtag, checkMetadata } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
@@ -11,13 +11,10 @@ import { deleteEach } from "../_pool.ts";
 import { forEachBounded } from "../concurrency.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import {
-  checkUploadId,
-  DEFAULT_STAGING_ROOT,
-  isUploadId,
-  newUploadId,
-  noSuchUpload,
-  parseStagingName,
-  uploadMarkerName,
+  type StagedCompletion,
+  StagedMultipart,
+  type StagingCalls,
+  type UploadMarker,
 } from "../staging.ts";
 import {
   type CompletedPart,
@@ -78,6 +75,11 @@ function partName(marker: string, partNumber: number): string {
   return `${marker}/part-${String(partNumber).padStart(5, "0")}`;
 }
 
+/** An upload's marker read back, with the generation of every object staged for it. */
+interface StagedUpload extends UploadMarker {
+  generations: Map<string, string>;
+}
+
 /**
  * An {@link ObjectStore} over the GCS JSON API, over plain `fetch`.
  *
@@ -105,7 +107,7 @@ export class GcsStore implements ObjectStore {
   readonly #fetch: FetchFn;
   readonly #timeoutMs: number | undefined;
   readonly #deleteConcurrency: number;
-  readonly #staging: string;
+  readonly #multipart: StagedMultipart<StagedUpload>;
   readonly #conditionalCompose: "precondition" | "head";
 
   /** @throws {TypeError} for an endpoint that is not an http(s) URL */
@@ -120,8 +122,8 @@ export class GcsStore implements ObjectStore {
     );
     this.#timeoutMs = options.requestTimeoutMs;
     this.#deleteConcurrency = options.deleteConcurrency ?? 16;
-    this.#staging = options.stagingPrefix ?? DEFAULT_STAGING_ROOT;
     this.#conditionalCompose = options.conditionalCompose ?? "precondition";
+    this.#multipart = new StagedMultipart(options.stagingPrefix, this.#stagingCalls());
   }
 
   /** Never shows credentials (Deno.inspect / console.log). */
@@ -215,45 +217,22 @@ export class GcsStore implements ObjectStore {
   }
 
   /** Starts an upload: writes its marker object (metadata and content type). */
-  async createMultipart(
+  createMultipart(
     key: string,
     options: { metadata?: UserMetadata; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<string> {
-    const op = "createMultipart";
-    checkName(key, op);
-    checkMetadata(options.metadata, op, key);
-    const uploadId = newUploadId();
-    const marker = this.#marker(key, uploadId, op);
-    await this.#exchange(
-      op,
-      key,
-      req.insertObject(this.#location, marker, new Uint8Array(0), {
-        metadata: options.metadata,
-        contentType: options.contentType,
-      }),
-      { signal: options.signal },
-    );
-    return uploadId;
+    return this.#multipart.createMultipart(key, options);
   }
 
   /** Uploads the part as its own object; its `etag` is that object's generation. */
-  async putPart(
+  putPart(
     key: string,
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
     options: { signal?: AbortSignal } = {},
   ): Promise<CompletedPart> {
-    const op = "putPart";
-    checkName(key, op);
-    checkPartNumber(partNumber, op, key);
-    checkUploadId(uploadId, op, key);
-    const name = partName(this.#marker(key, uploadId, op), partNumber);
-    const response = await this.#exchange(op, key, req.insertObject(this.#location, name, body), {
-      signal: options.signal,
-    });
-    const part = parseObject(parseJson(response.body, op, key), op, key);
-    return { partNumber, etag: part.generation };
+    return this.#multipart.putPart(key, uploadId, partNumber, body, options);
   }
 
   /**
@@ -263,94 +242,30 @@ export class GcsStore implements ObjectStore {
    * @throws {StoreError} `NotFound` (NoSuchUpload) when the marker is gone, `PreconditionFailed`
    *   (InvalidPart) for a part that was not uploaded or has another generation
    */
-  async completeMultipart(
+  completeMultipart(
     key: string,
     uploadId: string,
     parts: CompletedPart[],
     options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
   ): Promise<PutResult> {
-    const op = "completeMultipart";
-    const signal = options.signal;
-    checkName(key, op);
-    checkUploadId(uploadId, op, key);
-    const wanted = inPartOrder(key, parts, (part) => {
-      checkPartNumber(part.partNumber, op, key);
-      return part;
-    });
-    const marker = this.#marker(key, uploadId, op);
-    const staged = await this.#staged(marker, signal);
-    const upload = staged.find((o) => o.key === marker);
-    if (!upload) throw noSuchUpload(op, key, uploadId);
-    const generations = new Map<string, string>(staged.map((o) => [o.key, o.generation]));
-    const sources = wanted.map((part): req.ComposeSource => {
-      const name = partName(marker, part.partNumber);
-      const generation = generations.get(name);
-      if (generation === undefined || generation !== part.etag) {
-        throw new StoreError(
-          "PreconditionFailed",
-          generation === undefined
-            ? `${op} ${key}: part ${part.partNumber} was not uploaded`
-            : `${op} ${key}: part ${part.partNumber} has generation ${generation}, not ${part.etag}`,
-          { op, key, code: "InvalidPart" },
-        );
-      }
-      return { name, generation };
-    });
-    const ifAbsent = options.ifAbsent === true;
-    if (ifAbsent && this.#conditionalCompose === "head" && await this.#exists(key, signal)) {
-      return { status: "AlreadyExists" };
-    }
-    const top = await this.#composeTree(key, marker, sources, signal);
-    const request = req.composeObject(this.#location, key, top, {
-      ifAbsent,
-      metadata: upload.metadata,
-      contentType: upload.contentType,
-    });
-    const response = await this.#exchange(op, key, request, {
-      signal,
-      accept: (status) => isOk(status) || (ifAbsent && status === 412),
-    });
-    if (response.status === 412) return { status: "AlreadyExists" };
-    const object = parseObject(parseJson(response.body, op, key), op, key);
-    // The object is complete; staged objects left behind are swept with the upload's marker.
-    await this.#removeStaged(marker, signal).catch(() => {});
-    return created(object);
+    return this.#multipart.completeMultipart(key, uploadId, parts, options);
   }
 
   /** Deletes the upload's parts and marker. Aborting an unknown upload does nothing. */
-  async abortMultipart(
+  abortMultipart(
     key: string,
     uploadId: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<void> {
-    const op = "abortMultipart";
-    checkName(key, op);
-    if (!isUploadId(uploadId)) return; // never one of ours
-    await this.#removeStaged(this.#marker(key, uploadId, op), options.signal);
+    return this.#multipart.abortMultipart(key, uploadId, options);
   }
 
   /** Uploads under `prefix`: their markers, and staged parts whose marker is gone (strays). */
-  async listMultipartUploads(
+  listMultipartUploads(
     prefix: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<MultipartUpload[]> {
-    const op = "listMultipartUploads";
-    const found = new Map<string, MultipartUpload>();
-    for (const object of await this.#listAll(this.#staging + prefix, op, options.signal)) {
-      const parsed = parseStagingName(this.#staging, object.key, isStagedName);
-      if (!parsed || !parsed.key.startsWith(prefix)) continue;
-      const id = `${parsed.uploadId}/${parsed.key}`;
-      const initiated = object.created ?? object.lastModified;
-      const known = found.get(id);
-      if (!known) {
-        const upload: MultipartUpload = { key: parsed.key, uploadId: parsed.uploadId };
-        if (initiated) upload.initiated = initiated;
-        found.set(id, upload);
-      } else if (initiated && (!known.initiated || initiated < known.initiated)) {
-        known.initiated = initiated;
-      }
-    }
-    return [...found.values()];
+    return this.#multipart.listMultipartUploads(prefix, options);
   }
 
   close(): Promise<void> {
@@ -369,18 +284,100 @@ export class GcsStore implements ObjectStore {
     });
   }
 
-  #marker(key: string, uploadId: string, op: string): string {
-    const marker = uploadMarkerName(this.#staging, key, uploadId);
-    try {
-      checkName(partName(marker, 1), op);
-    } catch {
-      throw invalidKey(
-        key,
-        op,
-        "too long for a multipart upload (the staged part names exceed 1024 bytes)",
-      );
+  /**
+   * Multipart as GCS does it: the marker is an empty object, each part its own object next to
+   * it, completion a compose (a tree of them above 32 parts), and the staged objects are deleted
+   * after.
+   */
+  #stagingCalls(): StagingCalls<StagedUpload> {
+    return {
+      checkKey: checkName,
+      checkMarker: (marker, key, op) => {
+        try {
+          checkName(partName(marker, 1), op);
+        } catch {
+          throw invalidKey(
+            key,
+            op,
+            "too long for a multipart upload (the staged part names exceed 1024 bytes)",
+          );
+        }
+      },
+      writeMarker: async (marker, key, { op, metadata, contentType, signal }) => {
+        await this.#exchange(
+          op,
+          key,
+          req.insertObject(this.#location, marker, new Uint8Array(0), { metadata, contentType }),
+          { signal },
+        );
+      },
+      stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
+        const name = partName(this.#multipart.marker(key, uploadId, op), partNumber);
+        const response = await this.#exchange(
+          op,
+          key,
+          req.insertObject(this.#location, name, body),
+          {
+            signal,
+          },
+        );
+        const part = parseObject(parseJson(response.body, op, key), op, key);
+        return { partNumber, etag: part.generation };
+      },
+      readMarker: async (marker, { signal }) => {
+        const staged = await this.#staged(marker, signal);
+        const upload = staged.find((o) => o.key === marker);
+        if (!upload) return undefined;
+        return {
+          metadata: upload.metadata,
+          contentType: upload.contentType,
+          generations: new Map(staged.map((o) => [o.key, o.generation])),
+        };
+      },
+      commit: (completion) => this.#compose(completion),
+      removeStaged: (marker, _op, signal) => this.#removeStaged(marker, signal),
+      listStaged: async (prefix, op, signal) =>
+        (await this.#listAll(prefix, op, signal)).map((o) => ({
+          name: o.key,
+          initiated: o.created ?? o.lastModified,
+        })),
+      isStagedName,
+    };
+  }
+
+  /** Composes the staged parts into the key, checking each against the generation listed. */
+  async #compose(
+    { op, key, marker, upload, parts, ifAbsent, signal }: StagedCompletion<StagedUpload>,
+  ): Promise<PutResult> {
+    const sources = parts.map((part): req.ComposeSource => {
+      const name = partName(marker, part.partNumber);
+      const generation = upload.generations.get(name);
+      if (generation === undefined || generation !== part.etag) {
+        throw new StoreError(
+          "PreconditionFailed",
+          generation === undefined
+            ? `${op} ${key}: part ${part.partNumber} was not uploaded`
+            : `${op} ${key}: part ${part.partNumber} has generation ${generation}, not ${part.etag}`,
+          { op, key, code: "InvalidPart" },
+        );
+      }
+      return { name, generation };
+    });
+    if (ifAbsent && this.#conditionalCompose === "head" && await this.#exists(key, signal)) {
+      return { status: "AlreadyExists" };
     }
-    return marker;
+    const top = await this.#composeTree(key, marker, sources, signal);
+    const request = req.composeObject(this.#location, key, top, {
+      ifAbsent,
+      metadata: upload.metadata,
+      contentType: upload.contentType,
+    });
+    const response = await this.#exchange(op, key, request, {
+      signal,
+      accept: (status) => isOk(status) || (ifAbsent && status === 412),
+    });
+    if (response.status === 412) return { status: "AlreadyExists" };
+    return created(parseObject(parseJson(response.body, op, key), op, key));
   }
 
   async #object(key: string, op: string, signal?: AbortSignal): Promise<GcsObject> {

@@ -2,6 +2,7 @@
 // tests drive. It follows S3's rules (see ../_rules.ts and ../_ranges.ts) and fails with the same
 // typed errors a real provider gives, so code that survives it survives a flaky bucket.
 import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../key_rules.ts";
+import { concatBytes } from "../bytes.ts";
 import { seededRandom } from "../rng.ts";
 import {
   checkMetadata,
@@ -303,13 +304,7 @@ export class SimStore implements ObjectStore {
         const part = upload.parts.get(n);
         return part && { size: part.bytes.length, etag: part.etag };
       }, this.#minPartSize);
-      const bytes = new Uint8Array(plan.reduce((n, part) => n + part.size, 0));
-      let offset = 0;
-      for (const { partNumber } of plan) {
-        const part = upload.parts.get(partNumber)!.bytes;
-        bytes.set(part, offset);
-        offset += part.length;
-      }
+      const bytes = concatBytes(plan.map(({ partNumber }) => upload.parts.get(partNumber)!.bytes));
       const etag = multipartEtag(plan.map((part) => part.etag));
       const result = this.#store(
         key,

@@ -8,11 +8,13 @@
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { concatBytes } from "../../providers/bytes.ts";
+import { type Clock, systemClock, untilAborted } from "../../providers/clock.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
+import { outcomeOf } from "../metrics/instrument_store.ts";
 import { writeFileDurable } from "../state/durable.ts";
 import { decodeAccessTable, encodeAccessTable, type TableEntry } from "./access_table.ts";
 import { CHUNK_BLOCK_SIZE, ChunkCorruptError, chunkFileSize } from "./chunk_format.ts";
@@ -300,7 +302,7 @@ export class ChunkCache implements RangeReader {
       ? AbortSignal.any([options.signal, timeout.signal])
       : timeout.signal;
     try {
-      const bounds = await abortable(this.#boundsOf(src), signal);
+      const bounds = await untilAborted(this.#boundsOf(src), signal);
       const span = chunksCovering(bounds, from, to - from);
       const behind = this.#heads.observe(src, from, to);
       const heat: ReaderHeat = behind > this.#policy.budget.bytes ? "cold" : "hot";
@@ -324,7 +326,8 @@ export class ChunkCache implements RangeReader {
           this.#prefetch(this.#chunkRef(src, bounds, k), heat);
         }
       }
-      return concat(await Promise.all(parts), to - from);
+      const got = await Promise.all(parts);
+      return got.length === 1 ? got[0] : concatBytes(got);
     } finally {
       cancelTimer?.();
     }
@@ -535,13 +538,13 @@ export class ChunkCache implements RangeReader {
   ): Promise<Uint8Array> {
     const preview = flight.preview;
     if (preview && preview.start <= from && to <= preview.end) {
-      const bytes = await abortable(preview.bytes, signal);
+      const bytes = await untilAborted(preview.bytes, signal);
       if (bytes) {
         this.#stats.counts.firstFetchAnswers++;
         return bytes.slice(from - preview.start, to - preview.start);
       }
     }
-    const bytes = await abortable(flight.done, signal);
+    const bytes = await untilAborted(flight.done, signal);
     return bytes.slice(from - flight.chunk.start, to - flight.chunk.start);
   }
 
@@ -629,7 +632,7 @@ export class ChunkCache implements RangeReader {
       if (err instanceof PrefetchSkipped) {
         this.#stats.counts.prefetchesSkipped++;
       } else {
-        this.#reportFetch(kind, outcomeOf(err), 0, began);
+        this.#reportFetch(kind, fetchOutcomeOf(err), 0, began);
       }
       throw err;
     } finally {
@@ -670,7 +673,7 @@ export class ChunkCache implements RangeReader {
       this.#reportFetch("first", "ok", length, began);
       return bytes;
     } catch (err) {
-      this.#reportFetch("first", outcomeOf(err), 0, began);
+      this.#reportFetch("first", fetchOutcomeOf(err), 0, began);
       throw err;
     } finally {
       release?.();
@@ -716,42 +719,13 @@ export class ChunkCache implements RangeReader {
   }
 }
 
-function outcomeOf(err: unknown): FetchOutcome {
+/**
+ * The `outcome` of a failed fetch: the cache's own errors, else the store request's outcome
+ * ({@link outcomeOf}) narrowed to `not_found`, `aborted` or `error`.
+ */
+function fetchOutcomeOf(err: unknown): FetchOutcome {
   if (err instanceof CacheFullError) return "cache_full";
-  if (err instanceof StoreError && err.kind === "NotFound") return "not_found";
   if (err instanceof CacheTimeoutError) return "aborted";
-  if (err instanceof DOMException && (err.name === "AbortError" || err.name === "TimeoutError")) {
-    return "aborted";
-  }
-  return "error";
-}
-
-/** `promise`, or the signal's reason once it aborts (the promise itself goes on). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  const outcome = outcomeOf(err);
+  return outcome === "not_found" || outcome === "aborted" ? outcome : "error";
 }

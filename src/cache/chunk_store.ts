@@ -3,6 +3,7 @@
 // verified. It knows nothing of budgets or recency (see policy.ts).
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { readInto, writeAll } from "../../providers/bytes.ts";
 import { xxh3_64 } from "../hash.ts";
 import {
   blocksCovering,
@@ -91,8 +92,8 @@ export class ChunkStore {
     try {
       const fh = await open(part, "w");
       try {
-        await writeFully(fh, header);
-        await writeFully(fh, data);
+        await writeAll(fh, header);
+        await writeAll(fh, data);
         await fh.sync();
       } finally {
         await fh.close();
@@ -142,7 +143,7 @@ export class ChunkStore {
       if (to <= from) return new Uint8Array(0);
       const blocks = blocksCovering(header, from, to);
       const buf = new Uint8Array(blocks.dataEnd - blocks.dataStart);
-      const got = await readFully(fh, buf, header.headerLength + blocks.dataStart);
+      const got = await readInto(fh, buf, header.headerLength + blocks.dataStart);
       if (got !== buf.length) throw new ChunkCorruptError(path, "truncated data");
       verifyBlocks(header, blocks.first, buf, path);
       return buf.subarray(from - blocks.dataStart, to - blocks.dataStart);
@@ -213,34 +214,16 @@ export class ChunkStore {
 
 async function readHeader(fh: FileHandle, path: string): Promise<ChunkHeader> {
   const fixed = new Uint8Array(CHUNK_HEADER_FIXED);
-  if (await readFully(fh, fixed, 0) !== fixed.length) {
+  if (await readInto(fh, fixed, 0) !== fixed.length) {
     throw new ChunkCorruptError(path, "truncated header");
   }
   const bytes = new Uint8Array(headerLengthOf(fixed, path));
   bytes.set(fixed);
   const rest = bytes.subarray(fixed.length);
-  if (await readFully(fh, rest, fixed.length) !== rest.length) {
+  if (await readInto(fh, rest, fixed.length) !== rest.length) {
     throw new ChunkCorruptError(path, "truncated header");
   }
   return decodeChunkHeader(bytes, path);
-}
-
-async function readFully(fh: FileHandle, buf: Uint8Array, position: number): Promise<number> {
-  let got = 0;
-  while (got < buf.length) {
-    const { bytesRead } = await fh.read(buf, got, buf.length - got, position + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got;
-}
-
-async function writeFully(fh: FileHandle, bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.length) {
-    const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
-    written += bytesWritten;
-  }
 }
 
 async function listDir(dir: string): Promise<string[]> {

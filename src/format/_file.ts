@@ -1,5 +1,6 @@
 // Positional reads for segment files too large to load whole (private to src/format).
 import { type FileHandle, readFile } from "node:fs/promises";
+import { readInto } from "../../providers/bytes.ts";
 
 /**
  * Reads up to `length` bytes at `position`, looping over short reads. Returns fewer bytes only
@@ -11,12 +12,7 @@ export async function readAt(
   length: number,
 ): Promise<Uint8Array> {
   const out = new Uint8Array(length);
-  let filled = 0;
-  while (filled < length) {
-    const { bytesRead } = await fh.read(out, filled, length - filled, position + filled);
-    if (bytesRead === 0) break;
-    filled += bytesRead;
-  }
+  const filled = await readInto(fh, out, position);
   return filled === length ? out : out.subarray(0, filled);
 }
 

@@ -2,6 +2,8 @@
 // (`tierd gen`): for demos, tests and benchmarks. Streams to disk; never holds a whole segment.
 import { type FileHandle, mkdir, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { writeAll } from "../../providers/bytes.ts";
+import { seededUint32 } from "../../providers/rng.ts";
 import { initHashes } from "../hash.ts";
 import {
   parseSegmentFileName,
@@ -202,18 +204,6 @@ async function segmentStarts(dir: string): Promise<bigint[]> {
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** mulberry32: a tiny, fast, seedable PRNG (32-bit state). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
-
 /** Deterministic messages: pseudo-random payloads and ids, timestamps a few µs apart. */
 class MessageSource {
   readonly #random: () => number;
@@ -225,7 +215,7 @@ class MessageSource {
   constructor(o: AppendOptions, nextOffset: bigint, lastTimestamp: bigint | undefined) {
     const seed = o.seed ?? 1;
     // Mixing in the offset makes an append continue with fresh, still deterministic, bytes.
-    this.#random = mulberry32(seed ^ Math.imul(Number(nextOffset & 0xffff_ffffn), 0x9e3779b1));
+    this.#random = seededUint32(seed ^ Math.imul(Number(nextOffset & 0xffff_ffffn), 0x9e3779b1));
     this.#payloadSize = o.payloadSize ?? 256;
     this.#lastTimestamp = lastTimestamp;
     this.#firstTimestamp = o.startTimestampUs ?? DEFAULT_START_TIMESTAMP_US;
@@ -312,16 +302,7 @@ class ChunkedFile {
   }
 
   async #writeFully(bytes: Uint8Array): Promise<void> {
-    let done = 0;
-    while (done < bytes.length) {
-      const { bytesWritten } = await this.fh.write(
-        bytes,
-        done,
-        bytes.length - done,
-        this.#position + done,
-      );
-      done += bytesWritten;
-    }
+    await writeAll(this.fh, bytes, this.#position);
     this.#position += bytes.length;
   }
 }

@@ -13,7 +13,13 @@ import {
   setU128,
   viewOf,
 } from "./_bytes.ts";
-import { checkFromPosition, checkRecordOffset, straddlesEof } from "./_checks.ts";
+import {
+  headerRecord,
+  onlyRecord,
+  recordAgain,
+  type RecordFraming,
+  walkRecords,
+} from "./_checks.ts";
 import type {
   DecodedRecord,
   DecodeRecordOptions,
@@ -72,26 +78,8 @@ function parseHeader(buf: Uint8Array, at: number, file: string, filePosition: nu
   };
 }
 
-/** Parses a header and checks the whole record lies inside `buf` (or returns undefined). */
-function wholeRecordAt(
-  buf: Uint8Array,
-  at: number,
-  file: string,
-  filePosition: number,
-  allowPartialTail: boolean,
-): RecordInfo | undefined {
-  const available = buf.length - at;
-  if (available < MESSAGE_HEADER_SIZE) {
-    if (allowPartialTail) return undefined;
-    throw straddlesEof(file, filePosition + at, MESSAGE_HEADER_SIZE, available, "message header");
-  }
-  const info = parseHeader(buf, at, file, filePosition);
-  if (info.size > available) {
-    if (allowPartialTail) return undefined;
-    throw straddlesEof(file, filePosition + at, info.size, available, "message");
-  }
-  return info;
-}
+/** A 0.8 record is one message behind its 64-byte header. */
+const FRAMING: RecordFraming = { headerSize: MESSAGE_HEADER_SIZE, noun: "message", parseHeader };
 
 function verifyChecksum(buf: Uint8Array, info: RecordInfo, file: string, filePosition: number) {
   const at = info.position;
@@ -108,19 +96,10 @@ function verifyChecksum(buf: Uint8Array, info: RecordInfo, file: string, filePos
   }
 }
 
-function* walk(log: Uint8Array, ctx: WalkOptions): Generator<RecordInfo> {
-  const filePosition = ctx.filePosition ?? 0;
-  const verify = ctx.verify ?? true;
-  let pos = checkFromPosition(ctx.fromPosition ?? 0, log.length);
-  let expected = ctx.expectedOffset ?? (filePosition + pos === 0 ? ctx.startOffset : undefined);
-  while (pos < log.length) {
-    const info = wholeRecordAt(log, pos, ctx.file, filePosition, ctx.allowPartialTail ?? false);
-    if (!info) return;
-    if (verify) verifyChecksum(log, info, ctx.file, filePosition);
-    expected = checkRecordOffset(info, expected, ctx.startOffset, ctx.file, filePosition);
-    yield info;
-    pos += info.size;
-  }
+function walk(log: Uint8Array, ctx: WalkOptions): Generator<RecordInfo> {
+  return walkRecords(FRAMING, log, ctx, (buf, info, filePosition, verify) => {
+    if (verify) verifyChecksum(buf, info, ctx.file, filePosition);
+  });
 }
 
 function decodeMessage(buf: Uint8Array, info: RecordInfo): Message {
@@ -139,29 +118,12 @@ function decodeMessage(buf: Uint8Array, info: RecordInfo): Message {
 }
 
 function messages(log: Uint8Array, record: RecordInfo, file: string, filePosition = 0): Message[] {
-  const info = wholeRecordAt(log, record.position, file, filePosition, false)!;
-  if (info.size !== record.size) {
-    throw new FormatError(
-      "bad_length",
-      file,
-      filePosition + record.position,
-      `message is ${info.size} bytes, not the ${record.size} the record info says`,
-    );
-  }
-  return [decodeMessage(log, info)];
+  return [decodeMessage(log, recordAgain(FRAMING, log, record, file, filePosition))];
 }
 
 function decodeRecord(record: Uint8Array, ctx: DecodeRecordOptions): DecodedRecord {
   const filePosition = ctx.filePosition ?? 0;
-  const info = wholeRecordAt(record, 0, ctx.file, filePosition, false)!;
-  if (info.size !== record.length) {
-    throw new FormatError(
-      "bad_length",
-      ctx.file,
-      filePosition,
-      `${record.length - info.size} stray bytes after a ${info.size}-byte message`,
-    );
-  }
+  const info = onlyRecord(FRAMING, record, ctx.file, filePosition);
   if (ctx.verify ?? true) verifyChecksum(record, info, ctx.file, filePosition);
   return { info, partitionId: 0, messages: [decodeMessage(record, info)] };
 }
@@ -294,12 +256,7 @@ export const iggy08: SegmentCodec = {
   name: "iggy-0.8",
   indexEntrySize: INDEX_ENTRY_SIZE_08,
   headerSize: MESSAGE_HEADER_SIZE,
-  recordHeader(header, ctx) {
-    if (header.length < MESSAGE_HEADER_SIZE) {
-      throw straddlesEof(ctx.file, ctx.position, MESSAGE_HEADER_SIZE, header.length, "header");
-    }
-    return { ...parseHeader(header, 0, ctx.file, ctx.position), position: ctx.position };
-  },
+  recordHeader: (header, ctx) => headerRecord(FRAMING, header, ctx),
   walk,
   messages,
   parseIndex,

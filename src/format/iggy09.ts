@@ -12,7 +12,13 @@ import {
   setU128,
   viewOf,
 } from "./_bytes.ts";
-import { checkFromPosition, checkRecordOffset, straddlesEof } from "./_checks.ts";
+import {
+  headerRecord,
+  onlyRecord,
+  recordAgain,
+  type RecordFraming,
+  walkRecords,
+} from "./_checks.ts";
 import type {
   DecodedRecord,
   DecodeRecordOptions,
@@ -72,26 +78,8 @@ function parseHeader(buf: Uint8Array, at: number, file: string, filePosition: nu
   };
 }
 
-/** Parses a header and checks the whole batch lies inside `buf` (or returns undefined). */
-function wholeRecordAt(
-  buf: Uint8Array,
-  at: number,
-  file: string,
-  filePosition: number,
-  allowPartialTail: boolean,
-): RecordInfo | undefined {
-  const available = buf.length - at;
-  if (available < BATCH_HEADER_SIZE) {
-    if (allowPartialTail) return undefined;
-    throw straddlesEof(file, filePosition + at, BATCH_HEADER_SIZE, available, "batch header");
-  }
-  const info = parseHeader(buf, at, file, filePosition);
-  if (info.size > available) {
-    if (allowPartialTail) return undefined;
-    throw straddlesEof(file, filePosition + at, info.size, available, "batch");
-  }
-  return info;
-}
+/** A 0.9 record is a batch of message frames behind its 256-byte header. */
+const FRAMING: RecordFraming = { headerSize: BATCH_HEADER_SIZE, noun: "batch", parseHeader };
 
 /** XXH3-64 over partition_id..batch_length ‖ message_count ‖ every frame checksum. */
 function batchChecksum(buf: Uint8Array, at: number, frameStarts: number[]): bigint {
@@ -225,45 +213,20 @@ function checkFrames(
   return out;
 }
 
-function* walk(log: Uint8Array, ctx: WalkOptions): Generator<RecordInfo> {
-  const filePosition = ctx.filePosition ?? 0;
-  const verify = ctx.verify ?? true;
-  let pos = checkFromPosition(ctx.fromPosition ?? 0, log.length);
-  let expected = ctx.expectedOffset ?? (filePosition + pos === 0 ? ctx.startOffset : undefined);
-  while (pos < log.length) {
-    const info = wholeRecordAt(log, pos, ctx.file, filePosition, ctx.allowPartialTail ?? false);
-    if (!info) return;
-    checkFrames(log, info, ctx.file, filePosition, verify, false);
-    expected = checkRecordOffset(info, expected, ctx.startOffset, ctx.file, filePosition);
-    yield info;
-    pos += info.size;
-  }
+function walk(log: Uint8Array, ctx: WalkOptions): Generator<RecordInfo> {
+  return walkRecords(FRAMING, log, ctx, (buf, info, filePosition, verify) => {
+    checkFrames(buf, info, ctx.file, filePosition, verify, false);
+  });
 }
 
 function messages(log: Uint8Array, record: RecordInfo, file: string, filePosition = 0): Message[] {
-  const info = wholeRecordAt(log, record.position, file, filePosition, false)!;
-  if (info.size !== record.size) {
-    throw new FormatError(
-      "bad_length",
-      file,
-      filePosition + record.position,
-      `batch is ${info.size} bytes, not the ${record.size} the record info says`,
-    );
-  }
+  const info = recordAgain(FRAMING, log, record, file, filePosition);
   return checkFrames(log, info, file, filePosition, false, true);
 }
 
 function decodeRecord(record: Uint8Array, ctx: DecodeRecordOptions): DecodedRecord {
   const filePosition = ctx.filePosition ?? 0;
-  const info = wholeRecordAt(record, 0, ctx.file, filePosition, false)!;
-  if (info.size !== record.length) {
-    throw new FormatError(
-      "bad_length",
-      ctx.file,
-      filePosition,
-      `${record.length - info.size} stray bytes after a ${info.size}-byte batch`,
-    );
-  }
+  const info = onlyRecord(FRAMING, record, ctx.file, filePosition);
   const decoded = checkFrames(record, info, ctx.file, filePosition, ctx.verify ?? true, true);
   const partitionId = Number(viewOf(record).getBigUint64(0, true));
   return { info, partitionId, messages: decoded };
@@ -392,12 +355,7 @@ export const iggy09: SegmentCodec = {
   name: "iggy-0.9",
   indexEntrySize: INDEX_ENTRY_SIZE_09,
   headerSize: BATCH_HEADER_SIZE,
-  recordHeader(header, ctx) {
-    if (header.length < BATCH_HEADER_SIZE) {
-      throw straddlesEof(ctx.file, ctx.position, BATCH_HEADER_SIZE, header.length, "header");
-    }
-    return { ...parseHeader(header, 0, ctx.file, ctx.position), position: ctx.position };
-  },
+  recordHeader: (header, ctx) => headerRecord(FRAMING, header, ctx),
   walk,
   messages,
   parseIndex,

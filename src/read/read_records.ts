@@ -13,6 +13,7 @@
 //   unrecorded hole between segments) stops before it. A read that starts inside one answers
 //   from the first offset after it, with `gap` set to the missing range.
 import { readFile, stat } from "node:fs/promises";
+import { concatBytes } from "../../providers/bytes.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import type { SegmentCodec } from "../format/codec.ts";
 import { codecFor } from "../format/codecs.ts";
@@ -220,7 +221,7 @@ class RecordWalk {
       throw new OffsetPastEnd(label, this.#startText, this.#scannedTo);
     }
     return {
-      bytes: concat(this.#parts),
+      bytes: concatBytes(this.#parts),
       firstOffset: this.#first,
       nextOffset: this.#next,
       source: this.#sources.size > 1 ? "mixed" : [...this.#sources][0],
@@ -543,14 +544,4 @@ class RecordWalk {
       throw err;
     }
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -2,6 +2,7 @@
 // either absent, the old version or the whole new version, and durable once the call resolves.
 import { open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
+import { writeAll } from "../../providers/bytes.ts";
 
 /**
  * Flushes a directory's entries (creations, renames, unlinks) to stable storage.
@@ -40,11 +41,7 @@ export async function writeFileDurable(path: string, bytes: Uint8Array): Promise
   try {
     const fh = await open(tmp, "w");
     try {
-      let written = 0;
-      while (written < bytes.length) {
-        const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
-        written += bytesWritten;
-      }
+      await writeAll(fh, bytes);
       await fh.sync();
     } finally {
       await fh.close();

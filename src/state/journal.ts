@@ -5,6 +5,7 @@
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { concatBytes, writeAll } from "../../providers/bytes.ts";
 import { initHashes, xxh3_64 } from "../hash.ts";
 import { decodeEvent, encodeEvent } from "./event_codec.ts";
 import type { JournalEvent } from "./events.ts";
@@ -184,22 +185,7 @@ function nextValidRecord(bytes: Uint8Array, from: number): number | undefined {
 }
 
 function encodeAll(events: readonly JournalEvent[]): Uint8Array {
-  const records = events.map(encodeRecord);
-  const out = new Uint8Array(records.reduce((n, r) => n + r.length, 0));
-  let at = 0;
-  for (const r of records) {
-    out.set(r, at);
-    at += r.length;
-  }
-  return out;
-}
-
-async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.length) {
-    const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
-    written += bytesWritten;
-  }
+  return concatBytes(events.map(encodeRecord));
 }
 
 /**

@@ -1,12 +1,15 @@
 // Shared pieces of the tier worker's model, bad-state and broker tests: a store wrapper that freezes the agent at a chosen request (a crash), consumer offset files as the
-// broker writes them, the durable journal state, and observers and loggers that record.
+// broker writes them, the durable journal state and the remote keys it names, and observers and
+// loggers that record.
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ObjectStore } from "../../providers/types.ts";
+import type { Config } from "../../src/config/schema.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
+import { segmentKeys } from "../../src/layout/object_keys.ts";
 import type { PartitionId } from "../../src/layout/partition.ts";
 import { decodeRecords } from "../../src/state/journal.ts";
 import { emptyState, fold, type PartitionState } from "../../src/state/segment_state.ts";
@@ -47,6 +50,25 @@ export async function durableState(stateDir: string, id: PartitionId): Promise<P
     throw err;
   }
   return fold(decodeRecords(bytes).events);
+}
+
+/**
+ * The remote keys of segment `start` of partition `id` (key prefix `iggy`), in the incarnation
+ * and generation its durable journal holds now.
+ */
+export async function remoteKeys(
+  config: Config,
+  id: PartitionId,
+  start: bigint,
+): Promise<{ log: string; index: string }> {
+  const state = await durableState(config.agent.state_dir, id);
+  return segmentKeys({
+    ...id,
+    prefix: "iggy",
+    clusterId: config.agent.cluster_id,
+    incarnation: state.incarnation!,
+    generation: state.generation,
+  }, start);
 }
 
 /**

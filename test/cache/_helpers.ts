@@ -2,6 +2,7 @@
 // cache opened on a temp directory with a tiny chunk size and an explicit budget.
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { seededUint32 } from "../../providers/rng.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { ChunkCache, type ChunkCacheOptions } from "../../src/cache/chunk_cache.ts";
 import { chunkFileSize } from "../../src/cache/chunk_format.ts";
@@ -17,14 +18,11 @@ export interface TestObject {
   starts: number[];
 }
 
-/** Deterministic bytes: a small LCG, so every object differs from every other. */
+/** Deterministic bytes from the seeded PRNG, so every object differs from every other. */
 export function fill(size: number, seed: number): Uint8Array {
   const out = new Uint8Array(size);
-  let x = (seed * 2654435761 + 12345) >>> 0;
-  for (let i = 0; i < size; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = x >>> 24;
-  }
+  const next = seededUint32(seed);
+  for (let i = 0; i < size; i++) out[i] = next() >>> 24;
   return out;
 }
 

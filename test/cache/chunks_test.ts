@@ -168,15 +168,17 @@ Deno.test("the first fetch holds the wanted bytes, stays in the chunk and under 
   );
 });
 
+/** A read of [start, end) of key `k` (100 chunks) touching chunks first..last. */
+const step = (start: number, end: number, first: number, last: number): ReadStep => ({
+  key: "k",
+  start,
+  end,
+  firstChunk: first,
+  lastChunk: last,
+  chunks: 100,
+});
+
 Deno.test("readahead opens at one chunk on a sequential read, doubles to the cap, resets otherwise", () => {
-  const step = (start: number, end: number, first: number, last: number): ReadStep => ({
-    key: "k",
-    start,
-    end,
-    firstChunk: first,
-    lastChunk: last,
-    chunks: 100,
-  });
   let r = readaheadStep(undefined, step(0, 10, 0, 0), 4);
   assert.equal(r.state.window, 0);
   const windows: number[] = [];
@@ -236,14 +238,6 @@ Deno.test("readahead windows stay within [0, max] and only grow on sequential re
 });
 
 Deno.test("a reader that re-reads the tail of its last range and moves on is sequential", () => {
-  const step = (start: number, end: number, first: number, last: number): ReadStep => ({
-    key: "k",
-    start,
-    end,
-    firstChunk: first,
-    lastChunk: last,
-    chunks: 100,
-  });
   // Whole-record reads: each asks from the next record start, inside the previous range.
   let r = readaheadStep(undefined, step(0, 1000, 0, 0), 4);
   r = readaheadStep(r.state, step(900, 1900, 0, 1), 4);

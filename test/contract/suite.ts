@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { type ObjectStore, StoreError, type StoreErrorKind } from "../../providers/types.ts";
 import type { ObjectInfo } from "../../providers/types.ts";
-import { concat, randomBytes } from "../providers/_bytes.ts";
+import { concatBytes } from "../../providers/bytes.ts";
+import { randomBytes } from "../providers/_bytes.ts";
 
 /** The cases of the contract, for `exceptions`. */
 export type ContractCase =
@@ -220,7 +221,7 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
     assert.equal(done.status, "Created");
     const got = await store.get(key);
     assert.equal(got.size, bodies.reduce((n, b) => n + b.length, 0));
-    assertBytes(got.bytes, concat(bodies), "the concatenation of the parts");
+    assertBytes(got.bytes, concatBytes(bodies), "the concatenation of the parts");
     const tail = await store.get(key, { range: { start: got.size - 10, length: 10 } });
     assertBytes(tail.bytes, bodies[2].subarray(-10));
     const head = await store.head(key);

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { seededRandom } from "../../providers/rng.ts";
 import { initHashes } from "../../src/hash.ts";
 import { decodeRecords, Journal } from "../../src/state/journal.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
@@ -71,17 +72,6 @@ const MULTIPART_AIMS = new Set<Aim>([
   "CompleteMultipartUpload answered",
 ]);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 if (await minioAvailable("kill test against MinIO")) {
@@ -89,7 +79,7 @@ if (await minioAvailable("kill test against MinIO")) {
     await initHashes();
     const seed = Number(Deno.env.get("TIERD_KILL_SEED") ?? Date.now() % 1_000_000);
     console.error(`kill test seed ${seed} (TIERD_KILL_SEED=${seed} to repeat)`);
-    const random = mulberry32(seed);
+    const random = seededRandom(seed);
     const minio = (await startMinioReady())!;
     const tap = await startS3Tap(minio.endpoint);
     const tmp = await tempDir("tierd-kill");

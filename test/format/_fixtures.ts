@@ -68,17 +68,6 @@ export function all<T>(it: Iterable<T>): T[] {
   return [...it];
 }
 
-/** Concatenates byte arrays. */
-export function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 const U64_MAX = (1n << 64n) - 1n;
 
 /** Payloads and user-header blobs: often empty, sometimes a few hundred bytes. */

@@ -9,7 +9,8 @@ import { generatePartition } from "../../src/format/generate.ts";
 import type { Message } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
 import { tempDir } from "../_util.ts";
-import { all, assertFormatError, concat, testdata } from "./_fixtures.ts";
+import { concatBytes } from "../../providers/bytes.ts";
+import { all, assertFormatError, testdata } from "./_fixtures.ts";
 import { readFile } from "node:fs/promises";
 
 await initHashes();
@@ -37,7 +38,7 @@ const batch1 = iggy09.encodeRecord(
   { partitionId: 3 },
 );
 const batch2 = iggy09.encodeRecord([msg(105n, 7000n, "dddd")], { partitionId: 3 });
-const log09 = concat([golden09, batch1, batch2]);
+const log09 = concatBytes([golden09, batch1, batch2]);
 const B1 = golden09.length; // 396
 const B2 = B1 + batch1.length;
 const index09 = iggy09.encodeIndex([
@@ -174,7 +175,7 @@ Deno.test("non-zero reserved bytes are refused as a likely newer format", () => 
 
 Deno.test("offsets must be contiguous from the segment start", () => {
   assertFormatError(walk(iggy08, log08, 5n), { code: "offset_gap", file: LOG, position: 0 });
-  const skip = concat([
+  const skip = concatBytes([
     iggy08.encodeRecord([msg(0n, 100n, "x")], { partitionId: 0 }),
     iggy08.encodeRecord([msg(2n, 100n, "y")], { partitionId: 0 }),
   ]);
@@ -184,7 +185,7 @@ Deno.test("offsets must be contiguous from the segment start", () => {
     position: 65,
     message: /offset 2, expected 1/,
   });
-  const gap09 = concat([golden09, batch2]);
+  const gap09 = concatBytes([golden09, batch2]);
   assertFormatError(walk(iggy09, gap09, 100n), { code: "offset_gap", file: LOG, position: B1 });
   // A range's first record may be anywhere at or above the segment start…
   assert.equal(walk(iggy09, batch2, 100n, { filePosition: B2 })().length, 1);
@@ -233,7 +234,7 @@ Deno.test("index entries past the end of the log", () => {
 });
 
 Deno.test("unsorted index entries", () => {
-  const swapped08 = concat([index08.subarray(16), index08.subarray(0, 16)]);
+  const swapped08 = concatBytes([index08.subarray(16), index08.subarray(0, 16)]);
   assertFormatError(
     () => iggy08.parseIndex(swapped08, { file: INDEX, startOffset: 0n, logSize: 172 }),
     { code: "offset_gap", file: INDEX, position: 0 }, // a dense index must start at 0
@@ -244,12 +245,12 @@ Deno.test("unsorted index entries", () => {
     () => iggy08.parseIndex(backwards08, { file: INDEX, startOffset: 0n, logSize: 172 }),
     { code: "index_unsorted", file: INDEX, position: 16 },
   );
-  const repeated08 = concat([index08.subarray(0, 16), index08.subarray(0, 16)]);
+  const repeated08 = concatBytes([index08.subarray(0, 16), index08.subarray(0, 16)]);
   assertFormatError(
     () => iggy08.parseIndex(repeated08, { file: INDEX, startOffset: 0n, logSize: 172 }),
     { code: "index_unsorted", file: INDEX, position: 16 },
   );
-  const swapped09 = concat([
+  const swapped09 = concatBytes([
     index09.subarray(0, 24),
     index09.subarray(48),
     index09.subarray(24, 48),
@@ -267,7 +268,7 @@ Deno.test("unsorted index entries", () => {
 Deno.test("a trailing partial index entry", () => {
   assertFormatError(
     () =>
-      iggy08.parseIndex(concat([index08, new Uint8Array(5)]), {
+      iggy08.parseIndex(concatBytes([index08, new Uint8Array(5)]), {
         file: INDEX,
         startOffset: 0n,
         logSize: 172,

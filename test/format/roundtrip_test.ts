@@ -5,7 +5,8 @@ import fc from "fast-check";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { IndexEntry } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
-import { all, batches09Arb, concat, messages08Arb } from "./_fixtures.ts";
+import { concatBytes } from "../../providers/bytes.ts";
+import { all, batches09Arb, messages08Arb } from "./_fixtures.ts";
 
 await initHashes();
 const RUNS = { numRuns: 300 };
@@ -16,7 +17,7 @@ Deno.test("iggy-0.8: encodeRecord → walk(verify) → messages round-trips", ()
   fc.assert(
     fc.property(messages08Arb, ({ startOffset, messages }) => {
       const records = messages.map((m) => iggy08.encodeRecord([m], { partitionId: 0 }));
-      const log = concat(records);
+      const log = concatBytes(records);
       const walked = all(iggy08.walk(log, { file: "p.log", startOffset }));
       assert.equal(walked.length, messages.length);
       let position = 0;
@@ -46,7 +47,7 @@ Deno.test("iggy-0.9: encodeRecord → walk(verify) → messages round-trips", ()
   fc.assert(
     fc.property(batches09Arb, ({ startOffset, partitionId, batches }) => {
       const records = batches.map((b) => iggy09.encodeRecord(b, { partitionId }));
-      const log = concat(records);
+      const log = concatBytes(records);
       const walked = all(iggy09.walk(log, { file: "p.log", startOffset }));
       assert.equal(walked.length, batches.length);
       walked.forEach((r, i) => {
@@ -72,7 +73,7 @@ Deno.test("walk from a later record boundary, and from a buffer holding a file r
   fc.assert(
     fc.property(batches09Arb, fc.nat(), ({ startOffset, partitionId, batches }, pick) => {
       const records = batches.map((b) => iggy09.encodeRecord(b, { partitionId }));
-      const log = concat(records);
+      const log = concatBytes(records);
       const k = pick % records.length;
       const from = records.slice(0, k).reduce((n, r) => n + r.length, 0);
       const expectedOffset = batches[k][0].offset;
@@ -104,7 +105,7 @@ Deno.test("allowPartialTail stops before a record cut at any byte", () => {
         },
       ];
       for (const { codec, startOffset, records } of cases) {
-        const log = concat(records);
+        const log = concatBytes(records);
         const cut = cutSeed % (log.length + 1);
         let whole = 0;
         let end = 0;

@@ -1,6 +1,7 @@
 // Journal record framing and the event codec: round trips, damage detection, cuts at any byte.
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { concatBytes } from "../../providers/bytes.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { decodeEvent, encodeEvent, EventDecodeError } from "../../src/state/event_codec.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
@@ -9,22 +10,12 @@ import { anyEvent, EVENT_TYPES, U64_MAX } from "./_arbitraries.ts";
 
 await initHashes();
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** Encodes events and returns the bytes plus each record's start offset (and the end). */
 function journalBytes(events: JournalEvent[]): { bytes: Uint8Array; starts: number[] } {
   const records = events.map(encodeRecord);
   const starts = [0];
   for (const r of records) starts.push(starts[starts.length - 1] + r.length);
-  return { bytes: concat(records), starts };
+  return { bytes: concatBytes(records), starts };
 }
 
 Deno.test("record framing is [u32 LE length][u64 LE xxh3-64 of body][JSON body]", () => {
@@ -115,7 +106,7 @@ Deno.test("a bad record in the middle is damage, with where the valid records re
   const b: JournalEvent = { type: "generation", generation: 2n, at: 2 };
   const ra = encodeRecord(a);
   const garbage = new Uint8Array([1, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 0x7b]);
-  const decoded = decodeRecords(concat([ra, garbage, encodeRecord(b)]));
+  const decoded = decodeRecords(concatBytes([ra, garbage, encodeRecord(b)]));
   assert.deepEqual(decoded.events, [a]);
   assert.equal(decoded.torn, undefined);
   assert.deepEqual(decoded.damaged, {
@@ -131,14 +122,14 @@ Deno.test("only an incomplete last record is a torn tail; a complete bad one is 
   const ra = encodeRecord(a);
   const rb = encodeRecord(b);
   // Half of the last record: what an interrupted append leaves.
-  const torn = decodeRecords(concat([ra, rb.subarray(0, rb.length - 5)]));
+  const torn = decodeRecords(concatBytes([ra, rb.subarray(0, rb.length - 5)]));
   assert.deepEqual(torn.events, [a]);
   assert.equal(torn.torn?.position, ra.length);
   assert.equal(torn.damaged, undefined);
   // The whole last record with one bit flipped in its body.
   const flipped = rb.slice();
   flipped[rb.length - 2] ^= 1;
-  const bad = decodeRecords(concat([ra, flipped]));
+  const bad = decodeRecords(concatBytes([ra, flipped]));
   assert.equal(bad.torn, undefined);
   assert.deepEqual(bad.damaged, {
     position: ra.length,
@@ -148,7 +139,7 @@ Deno.test("only an incomplete last record is a torn tail; a complete bad one is 
   // Its length field made larger: the bytes that follow still checksum as a whole body.
   const longer = rb.slice();
   new DataView(longer.buffer).setUint32(0, rb.length, true);
-  const lengthDamaged = decodeRecords(concat([ra, longer]));
+  const lengthDamaged = decodeRecords(concatBytes([ra, longer]));
   assert.equal(lengthDamaged.torn, undefined);
   assert.match(lengthDamaged.damaged?.reason ?? "", /length field says/);
 });

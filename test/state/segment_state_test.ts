@@ -3,6 +3,7 @@
 // back to the same state.
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { concatBytes } from "../../providers/bytes.ts";
 import { initHashes } from "../../src/hash.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
 import { decodeRecords, encodeRecord } from "../../src/state/journal.ts";
@@ -115,14 +116,7 @@ Deno.test("applyEvent never changes the state it is given (property, 1000 runs)"
 });
 
 function concatRecords(events: JournalEvent[]): Uint8Array {
-  const records = events.map(encodeRecord);
-  const out = new Uint8Array(records.reduce((n, r) => n + r.length, 0));
-  let at = 0;
-  for (const r of records) {
-    out.set(r, at);
-    at += r.length;
-  }
-  return out;
+  return concatBytes(events.map(encodeRecord));
 }
 
 Deno.test("a dangling copy is cleaned up, then copied again, then adopted", () => {

@@ -18,7 +18,6 @@ import { initHashes } from "../../src/hash.ts";
 import { createLogger } from "../../src/log.ts";
 import { readMarker, writeMarker } from "../../src/state/marker.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
-import { segmentKeys } from "../../src/layout/object_keys.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
@@ -27,6 +26,7 @@ import {
   journalPath,
   type LogLine,
   recordingObserver,
+  remoteKeys,
   scratchDir,
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
@@ -92,16 +92,7 @@ async function rig(format: FormatName = "iggy-0.9", messages = 600): Promise<Rig
         observer,
         rng: () => 0,
       }),
-    async keys(start: bigint) {
-      const state = await durableState(config.agent.state_dir, ID);
-      return segmentKeys({
-        ...ID,
-        prefix: "iggy",
-        clusterId: config.agent.cluster_id,
-        incarnation: state.incarnation!,
-        generation: state.generation,
-      }, start);
-    },
+    keys: (start: bigint) => remoteKeys(config, ID, start),
     cleanup: tmp.cleanup,
   };
 }

@@ -21,7 +21,6 @@ import { readConsumerBarrier } from "../../src/partition/consumer_offsets.ts";
 import { incarnationHex } from "../../src/layout/partition.ts";
 import { parseSegmentFileName, type PartitionId } from "../../src/layout/partition.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
-import { segmentKeys } from "../../src/layout/object_keys.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
@@ -29,6 +28,7 @@ import {
   durableState,
   type LogLine,
   recordingObserver,
+  remoteKeys,
   scratchDir,
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
@@ -79,16 +79,7 @@ async function rig(format: FormatName = "iggy-0.9"): Promise<Rig> {
     generate: (id, messages, o = {}) => generatePartition({ ...gen, ...id, messages, ...o }),
     append: (id, messages) => appendMessages({ ...gen, ...id, messages }),
     dir: (id) => partitionDir(config.agent.data_dir, id),
-    async keys(id, start) {
-      const state = await durableState(config.agent.state_dir, id);
-      return segmentKeys({
-        ...id,
-        prefix: "iggy",
-        clusterId: config.agent.cluster_id,
-        incarnation: state.incarnation!,
-        generation: state.generation,
-      }, start);
-    },
+    keys: (id, start) => remoteKeys(config, id, start),
     cleanup: tmp.cleanup,
   };
 }

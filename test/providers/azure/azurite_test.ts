@@ -3,16 +3,15 @@
 // multipart writer as block lists, metadata names travel as C# identifiers, and listings come in
 // Azure's UTF-16 order. Skipped with one loud line without Azurite (failed in CI).
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { AzureStore, type AzureStoreOptions } from "../../../providers/azure/store.ts";
 import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts";
 import { probeStore } from "../../../providers/probe.ts";
-import { uploadFile } from "../../../providers/upload.ts";
 import { listAll, StoreError } from "../../../providers/types.ts";
 import { type AzuriteServer, findAzurite, startAzurite } from "../../fixtures/azurite.ts";
-import { tempDir } from "../../_util.ts";
+import { freePort } from "../../fixtures/_server.ts";
 import { accountSas } from "./_sas.ts";
 import { assertNoLeak } from "../_faults.ts";
+import { checkUploadFile } from "../_upload.ts";
 import { randomBytes } from "../_bytes.ts";
 
 const MiB = 1024 * 1024;
@@ -119,10 +118,7 @@ if ("reason" in found) {
       );
 
       await t.step("nothing listens: Transport, and the probe says unreachable", async () => {
-        const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-        const port = (listener.addr as Deno.NetAddr).port;
-        listener.close();
-        const store = storeFor(azurite, { endpoint: `http://127.0.0.1:${port}` });
+        const store = storeFor(azurite, { endpoint: `http://127.0.0.1:${freePort()}` });
         const err = await store.list("").catch((e) => e);
         assert.equal(err.kind, "Transport");
         const probe = await probeStore(store, "iggy/");
@@ -216,32 +212,7 @@ if ("reason" in found) {
       );
 
       await t.step("uploadFile: one Put Blob up to part size, a block list above it", async () => {
-        const dir = await tempDir("tierd-azurite");
-        try {
-          const small = join(dir.path, "small.log");
-          const large = join(dir.path, "large.log");
-          await Deno.writeFile(small, randomBytes(1000));
-          const largeBody = randomBytes(11 * MiB);
-          await Deno.writeFile(large, largeBody);
-          assert.equal(
-            (await uploadFile(store, "file/small.log", small, { partSize: 5 * MiB })).status,
-            "Created",
-          );
-          assert.equal(
-            (await uploadFile(store, "file/large.log", large, {
-              partSize: 5 * MiB,
-              concurrency: 2,
-            })).status,
-            "Created",
-          );
-          assert.equal((await store.head("file/large.log")).size, largeBody.length);
-          const tail = await store.get("file/large.log", {
-            range: { start: largeBody.length - 3, length: 10 },
-          });
-          assert.deepEqual(tail.bytes, largeBody.subarray(-3));
-        } finally {
-          await dir.cleanup();
-        }
+        await checkUploadFile(store, { smallSize: 1000, concurrency: 2, tail: 3 });
       });
 
       await t.step("an aborted upload cannot complete; its blocks never surface", async () => {

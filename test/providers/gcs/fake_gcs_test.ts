@@ -2,16 +2,16 @@
 // writer and uploadFile, staged objects cleaned up after completion and abort, strays listed for
 // the sweep, and the boot probe. Skipped with one loud line without a binary (failed in CI).
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { NoTokenSource } from "../../../providers/gcs/credentials.ts";
 import { GcsStore, type GcsStoreOptions } from "../../../providers/gcs/store.ts";
 import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts";
 import { probeStore } from "../../../providers/probe.ts";
-import { uploadFile } from "../../../providers/upload.ts";
 import { listAll, StoreError } from "../../../providers/types.ts";
 import { type FakeGcsServer, findFakeGcs, startFakeGcs } from "../../fixtures/fake_gcs.ts";
-import { tempDir } from "../../_util.ts";
-import { concat, randomBytes } from "../_bytes.ts";
+import { freePort } from "../../fixtures/_server.ts";
+import { concatBytes } from "../../../providers/bytes.ts";
+import { randomBytes } from "../_bytes.ts";
+import { checkUploadFile } from "../_upload.ts";
 
 const MiB = 1024 * 1024;
 
@@ -52,7 +52,7 @@ if ("reason" in found) {
         }
         assert.equal((await store.completeMultipart(key, uploadId, parts)).status, "Created");
         const got = await store.get(key);
-        const expected = concat(bodies);
+        const expected = concatBytes(bodies);
         assert.equal(got.size, expected.length);
         assert.ok(got.bytes.every((b, i) => b === expected[i]), "the parts, in part order");
         assert.deepEqual((await store.head(key)).metadata, { "end-offset": "69" });
@@ -120,29 +120,7 @@ if ("reason" in found) {
       });
 
       await t.step("uploadFile: one upload up to part size, compose above it", async () => {
-        const dir = await tempDir("tierd-fake-gcs");
-        try {
-          const small = join(dir.path, "small.log");
-          const large = join(dir.path, "large.log");
-          await Deno.writeFile(small, randomBytes(100));
-          const largeBody = randomBytes(11 * MiB);
-          await Deno.writeFile(large, largeBody);
-          assert.equal(
-            (await uploadFile(store, "file/small.log", small, { partSize: 5 * MiB })).status,
-            "Created",
-          );
-          assert.equal(
-            (await uploadFile(store, "file/large.log", large, { partSize: 5 * MiB })).status,
-            "Created",
-          );
-          const tail = await store.get("file/large.log", {
-            range: { start: largeBody.length - 2, length: 9 },
-          });
-          assert.deepEqual(tail.bytes, largeBody.subarray(-2));
-          assert.equal(tail.size, largeBody.length);
-        } finally {
-          await dir.cleanup();
-        }
+        await checkUploadFile(store, { smallSize: 100, tail: 2 });
       });
     } finally {
       await server.stop();
@@ -159,11 +137,8 @@ if ("reason" in found) {
       assert.equal(err.detail.code, "notFound");
       const probe = await probeStore(missing, "iggy/");
       assert.match(!probe.ok ? probe.reason : "", /bucket 'no-such-bucket' does not exist/);
-      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-      const port = (listener.addr as Deno.NetAddr).port;
-      listener.close();
       const down = await probeStore(
-        storeFor(server, { endpoint: `http://127.0.0.1:${port}` }),
+        storeFor(server, { endpoint: `http://127.0.0.1:${freePort()}` }),
         "iggy/",
       );
       assert.match(!down.ok ? down.reason : "", /^endpoint unreachable/);

@@ -9,6 +9,7 @@ import { uploadFile } from "../../../providers/upload.ts";
 import { SimStore } from "../../../providers/sim/store.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { findMinio, type MinioServer, startMinio } from "../../fixtures/minio.ts";
+import { freePort } from "../../fixtures/_server.ts";
 import { tempDir } from "../../_util.ts";
 import { assertNoLeak } from "../_faults.ts";
 import { randomBytes } from "../_bytes.ts";
@@ -25,13 +26,6 @@ function storeFor(minio: MinioServer, options: Partial<S3StoreOptions> = {}): S3
     urlStyle: "path",
     ...options,
   });
-}
-
-function closedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 Deno.test("probe: generic stores say what kind of thing is wrong", async () => {
@@ -64,7 +58,7 @@ if ("reason" in found) {
             return text;
           };
           assert.match(
-            await reason({ endpoint: `http://127.0.0.1:${closedPort()}` }),
+            await reason({ endpoint: `http://127.0.0.1:${freePort()}` }),
             /^endpoint unreachable: http:\/\/127\.0\.0\.1:\d+: connection refused/,
           );
           assert.match(
