@@ -64,6 +64,9 @@ export interface PartitionJson {
   segments: { local: number; uploaded: number; remote: number; dangling: number };
   local_bytes: string;
   remote_bytes: string;
+  /** `ok`, `rebuilt` (from the bucket) or `failed` (state cannot be opened); null when unknown. */
+  state: string | null;
+  state_detail: string | null;
 }
 
 /** The JSON form of a partition summary: exactly the fields the README lists. */
@@ -79,6 +82,8 @@ export function partitionJson(p: PartitionSummary): PartitionJson {
     segments: { ...p.segments },
     local_bytes: String(p.localBytes),
     remote_bytes: String(p.remoteBytes),
+    state: p.health?.state ?? null,
+    state_detail: p.health?.detail ?? null,
   };
 }
 

@@ -19,6 +19,9 @@ export function tierObserver(m: TierdMetrics): TierObserver {
     markerQuarantined: () => m.markersQuarantined.inc(),
     journalTornTail: () => m.journalTornTails.inc(),
     stalled: (v) => m.uploadStalled.set(undefined, v),
+    stateDamaged: () => m.journalsDamaged.inc(),
+    stateRebuilt: () => m.stateRebuilds.inc(),
+    remoteObjectsMissing: (n) => m.remoteObjectsMissing.inc(undefined, n),
   };
 }
 

@@ -55,6 +55,10 @@ export interface TierdMetrics {
   remoteDeletes: Counter;
   /** `tierd_remote_objects_missing_total`: objects the journal says exist but a GET did not find. */
   remoteObjectsMissing: Counter;
+  /** `tierd_journals_damaged_total`: journals found damaged (kept aside, rebuilt). */
+  journalsDamaged: Counter;
+  /** `tierd_state_rebuilds_total`: partitions whose state was rebuilt from the bucket. */
+  stateRebuilds: Counter;
   /** `tierd_markers_quarantined_total`: `.remote` markers moved aside as untrustworthy. */
   markersQuarantined: Counter;
   /** `tierd_journal_torn_tails_total`: journals whose torn tail was truncated at boot. */
@@ -164,7 +168,15 @@ export function createTierdMetrics(
     remoteDeletes: registry.counter("tierd_remote_deletes_total", "Remote segments deleted."),
     remoteObjectsMissing: registry.counter(
       "tierd_remote_objects_missing_total",
-      "Objects the journal records as copied that a GET did not find (data loss).",
+      "Copies the journal or a marker records that the store no longer holds intact (GET, verify).",
+    ),
+    journalsDamaged: registry.counter(
+      "tierd_journals_damaged_total",
+      "Partition journals found damaged (not a torn tail): kept aside, state rebuilt from the bucket.",
+    ),
+    stateRebuilds: registry.counter(
+      "tierd_state_rebuilds_total",
+      "Partitions whose local state was rebuilt from the bucket.",
     ),
     markersQuarantined: registry.counter(
       "tierd_markers_quarantined_total",

@@ -8,6 +8,7 @@ import { type Catalog, catalogFormat, loadCatalog } from "./catalog.ts";
 import type { ReadContext } from "./context.ts";
 import { UnknownPartition } from "./errors.ts";
 import { deadlineIn } from "./_fetch.ts";
+import type { PartitionHealth } from "./state_source.ts";
 
 /** One partition's tiering at a glance. */
 export interface PartitionSummary {
@@ -36,6 +37,8 @@ export interface PartitionSummary {
   remoteBytes: number;
   /** Local bytes of DANGLING segments. */
   danglingBytes: number;
+  /** How the partition's local state stands, when the agent knows. */
+  health?: PartitionHealth;
 }
 
 /**
@@ -58,7 +61,7 @@ export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSu
     }
     const format = await catalogFormat(ctx, catalog, deadlineIn(ctx.fetchTimeoutMs, ctx.clock))
       .catch(() => undefined);
-    out.push(summarize(catalog, format));
+    out.push({ ...summarize(catalog, format), health: ctx.states.health?.(part) });
   }
   return out;
 }

@@ -11,6 +11,19 @@ import { fold, type PartitionState } from "../state/segment_state.ts";
 export interface PartitionStateSource {
   /** The partition's state, or undefined when it has no journal yet. */
   state(id: PartitionId): Promise<PartitionState | undefined>;
+  /** How the partition's local state stands (the agent knows; a bare journal reader does not). */
+  health?(id: PartitionId): PartitionHealth | undefined;
+}
+
+/** How a partition's local state stands, for `/v1/partitions` and the status page. */
+export interface PartitionHealth {
+  /**
+   * `ok`; `rebuilt`: its state was rebuilt from the bucket (no journal, or a damaged one kept
+   * aside); `failed`: its state cannot be opened now (retried every pass).
+   */
+  state: "ok" | "rebuilt" | "failed";
+  /** What happened, in words, naming the file and position where there is one. */
+  detail?: string;
 }
 
 interface Cached {

@@ -15,6 +15,7 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionState } from "../state/segment_state.ts";
+import type { PartitionHealth } from "../read/state_source.ts";
 import { BrokerClient } from "./broker_client.ts";
 import { BrokerEvictor, type Evictor, UnlinkEvictor } from "./evictor.ts";
 import type { TierObserver } from "./observer.ts";
@@ -73,6 +74,8 @@ export class TierWorker {
   readonly #prefix: string;
   readonly #evictor: Evictor;
   readonly #partitions = new Map<string, PartitionTier>();
+  /** Partitions whose state could not be opened in the last pass, and why. */
+  readonly #failedOpen = new Map<string, string>();
   /** Background jobs (manifests, verify pass, sweeps), run between passes. */
   readonly housekeeper: Housekeeper;
   #running?: Promise<PassReport>;
@@ -137,6 +140,29 @@ export class TierWorker {
       a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
     );
     return Promise.resolve(p?.state);
+  }
+
+  /** How a partition's local state stands (rebuilt from the bucket, or not openable now). */
+  health(id: PartitionId): PartitionHealth | undefined {
+    const label = partitionLabel(id);
+    const failed = this.#failedOpen.get(label);
+    if (failed) return { state: "failed", detail: failed };
+    const p = this.partitions.find((a) => a.label === label);
+    if (!p) return undefined;
+    const { damage, incarnation } = p.boot;
+    if (damage) {
+      return {
+        state: "rebuilt",
+        detail: `${damage.reason}; kept at ${damage.keptAt}; rebuilt from the bucket`,
+      };
+    }
+    if (incarnation.kind === "rebuilt") {
+      return {
+        state: "rebuilt",
+        detail: `no journal: rebuilt from the bucket (${incarnation.rebuilt.segments} segments)`,
+      };
+    }
+    return { state: "ok" };
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */
@@ -263,6 +289,7 @@ export class TierWorker {
             this.#evictor,
           );
         } catch (err) {
+          this.#failedOpen.set(label, (err as Error).message);
           log.error("cannot open the partition's state; tried again next pass", { err });
           failed.push({
             ...emptyPassReport(label, -1n),
@@ -273,6 +300,7 @@ export class TierWorker {
           continue;
         }
         this.#partitions.set(part.dir, p);
+        this.#failedOpen.delete(label);
       }
       out.push(p);
     }

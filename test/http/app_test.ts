@@ -68,6 +68,8 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
       "partition",
       "remote_bytes",
       "segments",
+      "state",
+      "state_detail",
       "stream",
       "tiered_up_to_offset",
       "topic",
