@@ -51,11 +51,18 @@ export async function readCommand(args: string[]): Promise<number> {
       logger: ctx.logger,
     });
     const r = await readRecords(read, { partition: ids, ...start, maxBytes });
-    if (values.json) {
-      console.log(JSON.stringify(readToJson(ids, r), null, 2));
-      return 0;
+    try {
+      await writeStdout(
+        values.json
+          ? new TextEncoder().encode(JSON.stringify(readToJson(ids, r, start), null, 2) + "\n")
+          : r.bytes,
+      );
+      if (values.json) return 0;
+    } catch (err) {
+      // The reader went away (`tierd read … | head -c 10`): that is how pipes end, not an error.
+      if ((err as NodeJS.ErrnoException).code === "EPIPE") return 0;
+      throw err;
     }
-    await writeStdout(r.bytes);
     console.error(
       `first_offset=${r.firstOffset} next_offset=${r.nextOffset} records=${r.records} ` +
         `bytes=${r.bytes.length} source=${r.source} format=${r.format}` +

@@ -198,7 +198,7 @@ export function createApp(o: AppOptions): Hono {
     };
     if (r.gap) headers["x-tierd-gap"] = `${r.gap.from}-${r.gap.to}`;
     if (format === "json") {
-      return c.body(jsonText(readToJson(ids, r)), 200, {
+      return c.body(jsonText(readToJson(ids, r, start)), 200, {
         ...headers,
         "content-type": "application/json",
       });

@@ -176,19 +176,28 @@ function jsonMessage(m: Message): JsonMessage {
 }
 
 /**
- * Decodes a read's bytes into the JSON form. A 0.9 batch contributes all its messages (the
- * first may be below the offset asked for; see `readRecords`).
+ * Decodes a read's bytes into the JSON form, starting at the offset (or timestamp) asked for:
+ * the raw bytes start at a whole record, so a 0.9 batch may begin below it, but its messages
+ * before `start` are left out. `first_offset` stays the raw read's (the record boundary).
+ * @param start what the read asked for; without it every decoded message is listed
  */
 export function readToJson(
   ids: { stream: number; topic: number; partition: number },
   r: ReadResult,
+  start: { offset?: bigint; timestamp?: bigint } = {},
 ): JsonRead {
   const codec = codecFor(r.format);
   const file = `partition ${ids.stream}/${ids.topic}/${ids.partition} read`;
   const messages: JsonMessage[] = [];
   const walk = codec.walk(r.bytes, { file, startOffset: r.firstOffset, verify: false });
   for (const record of walk) {
-    for (const m of codec.messages(r.bytes, record, file)) messages.push(jsonMessage(m));
+    for (const m of codec.messages(r.bytes, record, file)) {
+      // Raw reads start at a whole record (an Iggy 0.9 batch); decoded messages start where
+      // the read asked, so a consumer never sees one twice.
+      if (start.offset !== undefined && m.offset < start.offset) continue;
+      if (start.timestamp !== undefined && m.timestamp < start.timestamp) continue;
+      messages.push(jsonMessage(m));
+    }
   }
   return {
     stream: ids.stream,

@@ -72,3 +72,53 @@ Deno.test("tierd read: raw bytes, JSON, and errors", async () => {
     await s.cleanup();
   }
 });
+
+Deno.test("tierd read … | head: the reader going away ends tierd quietly, exit 0", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tierd-epipe-" });
+  try {
+    const gen = await tierd([
+      "gen",
+      "--format=iggy-0.8",
+      `--data-dir=${dir}/broker`,
+      "--stream=0",
+      "--topic=0",
+      "--partition=0",
+      "--messages=3000",
+      "--payload-size=1000",
+      "--segment-size=8MiB",
+    ]);
+    assert.equal(gen.code, 0, gen.stderr);
+    const configPath = `${dir}/tierd.toml`;
+    await writeFile(configPath, testConfigText({ dir }));
+    const ids = ["--config", configPath, "--stream", "0", "--topic", "0", "--partition", "0"];
+    // Megabytes of output: far more than a pipe holds, so writes meet the closed pipe.
+    for (const extra of [[], ["--json"]]) {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          MAIN,
+          "read",
+          ...ids,
+          "--offset",
+          "0",
+          "--max-bytes",
+          "4 MiB",
+          ...extra,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const reader = child.stdout.getReader();
+      const first = await reader.read();
+      assert.ok(first.value && first.value.length > 0);
+      await reader.cancel(); // closes the pipe, like `head -c 10` exiting
+      const status = await child.status;
+      const stderr = new TextDecoder().decode(await new Response(child.stderr).arrayBuffer());
+      assert.equal(status.code, 0, `exit ${status.code} after the reader left: ${stderr}`);
+      assert.doesNotMatch(stderr, /EPIPE|Broken pipe|error/i);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

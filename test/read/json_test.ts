@@ -26,6 +26,11 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
       const r = await readRecords(s.context(), { partition: s.ids, offset: 3n, maxBytes: 4000 });
       const json = readToJson(s.ids, r);
       assert.equal(json.first_offset, r.firstOffset.toString());
+      // Asked for offset 3: the decoded messages start there, whatever the batch boundary.
+      const asked = readToJson(s.ids, r, { offset: 3n });
+      assert.equal(asked.messages[0].offset, "3");
+      assert.deepEqual(asked.messages, json.messages.filter((m) => BigInt(m.offset) >= 3n));
+      if (format === "iggy-0.9") assert.ok(r.firstOffset < 3n, "the read starts at its batch");
       assert.equal(json.next_offset, r.nextOffset.toString());
       assert.equal(json.format, format);
       assert.equal(json.gap, null);
