@@ -148,7 +148,15 @@ async function runAgent(
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
   });
-  const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
+  const server = await serve(app, {
+    ...listenOptions(config.agent.listen),
+    signal: stop.signal,
+    headerTimeoutMs: config.agent.http_header_timeout,
+    idleTimeoutMs: config.agent.http_idle_timeout,
+    maxConnections: config.agent.http_max_connections || undefined,
+    clock,
+    logger,
+  });
   logger.info("http api listening", {
     url: `http://${
       server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname

@@ -54,6 +54,12 @@ export interface AgentConfig {
   evict_via: EvictVia;
   /** @default "info" */
   log_level: LogLevel;
+  /** Milliseconds a connection has to send a whole request head. @default 10 s */
+  http_header_timeout: number;
+  /** Milliseconds a kept-alive connection may sit without a request. @default 30 s */
+  http_idle_timeout: number;
+  /** Open HTTP connections at most; 0 = from the open-file limit (at most 1024). @default 0 */
+  http_max_connections: number;
   broker: BrokerConfig;
 }
 
@@ -353,6 +359,9 @@ const agentSchema = z.strictObject({
   api_token: z.string().prefault(""),
   evict_via: z.enum(["auto", "broker", "unlink"]).prefault("auto"),
   log_level: z.enum(["debug", "info", "warn", "error"]).prefault("info"),
+  http_header_timeout: duration(finitePositive).prefault("10 s"),
+  http_idle_timeout: duration(finitePositive).prefault("30 s"),
+  http_max_connections: int(0).prefault(0),
   broker: brokerSchema.prefault({}),
 }, {
   error: (iss) =>

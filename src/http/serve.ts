@@ -1,6 +1,17 @@
-// The runtime adapter: binds a fetch handler (the Hono app) to a TCP port with `Deno.serve`
-// or `Bun.serve`, whichever runtime runs tierd. The only file that touches runtime globals.
+// Binds a fetch handler (the Hono app) to a TCP port, with the connection hygiene a service
+// exposed to unauthenticated clients needs: a cap on open connections (kept well below the
+// process's file limit), a deadline for a request's headers, an idle timeout between requests,
+// and a listener that never takes the process down — at the fd limit new connections are
+// refused while the worker and the reads in flight go on. Built on `node:http`, which Deno and
+// Bun both provide, so the single binary and `deno run` behave the same. Response bodies are
+// streamed with backpressure: a slow client holds a bounded window, not the whole answer.
+import http from "node:http";
+import type { Socket } from "node:net";
+import { Readable } from "node:stream";
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import { parseListen } from "../config/listen.ts";
+import type { Logger } from "../log.ts";
+import { openFileLimit } from "../runtime/limits.ts";
 
 /** Something that answers requests, such as a Hono app. */
 export interface FetchHandler {
@@ -15,6 +26,14 @@ export interface ServeOptions {
   port: number;
   /** Aborting it closes the server. */
   signal?: AbortSignal;
+  /** Open connections at most; more wait in the kernel's backlog. @default from the fd limit */
+  maxConnections?: number;
+  /** A connection must send a whole request head within this. @default 10000 */
+  headerTimeoutMs?: number;
+  /** A kept-alive connection with no request for this long is closed. @default 30000 */
+  idleTimeoutMs?: number;
+  clock?: Clock;
+  logger?: Logger;
 }
 
 /**
@@ -32,74 +51,180 @@ export interface RunningServer {
   hostname: string;
   /** The bound port (the chosen one when 0 was asked). */
   port: number;
+  /** Connections open now. */
+  connections(): number;
   /** Stops accepting connections and resolves once the server is closed. */
   close(): Promise<void>;
 }
 
-interface DenoServer {
-  addr: { port: number };
-  shutdown(): Promise<void>;
-  finished: Promise<void>;
+/** File descriptors kept for the agent's own work (segments, journals, store connections). */
+const FD_RESERVE = 256;
+/** The connection cap when the fd limit is unknown or very high. */
+const MAX_CONNECTIONS = 1024;
+
+/** The connection cap for a process allowed `limit` open files. */
+export function connectionCap(limit: number | undefined): number {
+  if (limit === undefined || !Number.isFinite(limit)) return MAX_CONNECTIONS;
+  // Half of what is left after the reserve: every connection may also open a segment file.
+  return Math.max(16, Math.min(MAX_CONNECTIONS, Math.floor((limit - FD_RESERVE) / 2)));
 }
 
-interface DenoRuntime {
-  serve(
-    options: { hostname: string; port: number; onListen?: () => void },
-    handler: (request: Request) => Response | Promise<Response>,
-  ): DenoServer;
-}
-
-interface BunServer {
-  port: number;
-  stop(closeActiveConnections?: boolean): void | Promise<void>;
-}
-
-interface BunRuntime {
-  serve(options: {
-    hostname: string;
-    port: number;
-    fetch: (request: Request) => Response | Promise<Response>;
-  }): BunServer;
+interface Tracked {
+  /** Cancels the timer that closes the connection (header read or idle). */
+  cancel: () => void;
+  busy: boolean;
 }
 
 /**
  * Serves `app` on `hostname:port`.
  *
  * @returns the running server, once it listens
- * @throws {Error} when neither Deno nor Bun is the runtime, or the port cannot be bound
+ * @throws {Error} when the port cannot be bound
  * @example
  * ```ts
  * const server = await serve(app, { hostname: "127.0.0.1", port: 7070 });
  * await server.close();
  * ```
  */
-export function serve(app: FetchHandler, options: ServeOptions): Promise<RunningServer> {
-  const runtime = globalThis as { Deno?: DenoRuntime; Bun?: BunRuntime };
-  const handler = (request: Request) => app.fetch(request);
-  let server: RunningServer;
-  if (runtime.Deno?.serve) {
-    const s = runtime.Deno.serve(
-      { hostname: options.hostname, port: options.port, onListen: () => {} },
-      handler,
-    );
-    let closing: Promise<void> | undefined;
-    server = {
-      hostname: options.hostname,
-      port: s.addr.port,
-      close: () => closing ??= s.shutdown().then(() => s.finished),
-    };
-  } else if (runtime.Bun?.serve) {
-    const s = runtime.Bun.serve({ hostname: options.hostname, port: options.port, fetch: handler });
-    let closing: Promise<void> | undefined;
-    server = {
-      hostname: options.hostname,
-      port: s.port,
-      close: () => closing ??= Promise.resolve(s.stop(true)).then(() => {}),
-    };
-  } else {
-    return Promise.reject(new Error("tierd's HTTP server needs Deno or Bun"));
+export async function serve(app: FetchHandler, options: ServeOptions): Promise<RunningServer> {
+  const clock = options.clock ?? systemClock;
+  const headerTimeoutMs = options.headerTimeoutMs ?? 10_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+  const tracked = new Map<Socket, Tracked>();
+  const closeAfter = (socket: Socket, ms: number): () => void =>
+    clock.setTimer(ms, () => socket.destroy(), { unref: true });
+
+  const server = http.createServer((req, res) => {
+    const t = tracked.get(req.socket);
+    if (t) {
+      t.cancel();
+      t.busy = true;
+    }
+    void answer(app, req, res, options.logger).finally(() => {
+      const now = tracked.get(req.socket);
+      if (!now) return;
+      now.busy = false;
+      now.cancel = closeAfter(req.socket, idleTimeoutMs);
+    });
+  });
+  server.maxConnections = options.maxConnections ?? connectionCap(openFileLimit());
+  server.on("connection", (socket: Socket) => {
+    // Until its request head has arrived, a connection has `headerTimeoutMs`.
+    tracked.set(socket, { cancel: closeAfter(socket, headerTimeoutMs), busy: false });
+    socket.once("close", () => {
+      tracked.get(socket)?.cancel();
+      tracked.delete(socket);
+    });
+  });
+  let lastAcceptError = -Infinity;
+  server.on("error", (err: NodeJS.ErrnoException) => {
+    // EMFILE/ENFILE on accept: refuse for now, never exit; say so at most once a minute.
+    const now = clock.monotonic();
+    if (now - lastAcceptError > 60_000) {
+      lastAcceptError = now;
+      options.logger?.error("http server cannot accept connections; refusing new ones", { err });
+    }
+  });
+  server.on("clientError", (_err: Error, socket: Socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once("error", onError);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  let closing: Promise<void> | undefined;
+  const running: RunningServer = {
+    hostname: options.hostname,
+    port,
+    connections: () => tracked.size,
+    close: () =>
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Idle connections would hold close() open; busy ones finish their answer first.
+        for (const [socket, t] of tracked) if (!t.busy) socket.destroy();
+      }),
+  };
+  if (options.signal?.aborted) void running.close();
+  options.signal?.addEventListener("abort", () => void running.close(), { once: true });
+  return running;
+}
+
+/** Turns one node request into a fetch `Request`, runs the app, and streams its answer back. */
+async function answer(
+  app: FetchHandler,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  logger: Logger | undefined,
+): Promise<void> {
+  const controller = new AbortController();
+  res.once("close", () => controller.abort());
+  let response: Response;
+  try {
+    const host = req.headers.host ?? "localhost";
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue;
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    }
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const request = new Request(`http://${host}${req.url ?? "/"}`, {
+      method: req.method,
+      headers,
+      body: hasBody ? Readable.toWeb(req) as ReadableStream<Uint8Array> : undefined,
+      signal: controller.signal,
+      ...(hasBody ? { duplex: "half" } : {}),
+    } as RequestInit);
+    response = await app.fetch(request);
+  } catch (err) {
+    logger?.error("http request failed before an answer", { err });
+    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+    res.end("internal error");
+    return;
   }
-  if (options.signal?.aborted) void server.close();
-  options.signal?.addEventListener("abort", () => void server.close(), { once: true });
-  return Promise.resolve(server);
+  const outHeaders: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name === "set-cookie") return;
+    outHeaders[name] = value;
+  });
+  const cookies = response.headers.getSetCookie?.() ?? [];
+  if (cookies.length > 0) outHeaders["set-cookie"] = cookies;
+  res.writeHead(response.status, response.statusText, outHeaders);
+  if (!response.body || req.method === "HEAD") {
+    await response.body?.cancel().catch(() => {});
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      if (res.destroyed) break;
+      // Backpressure: wait for the socket to drain before reading more of the body.
+      if (!res.write(value)) {
+        await new Promise<void>((resolve) => {
+          const go = () => {
+            res.off("drain", go);
+            res.off("close", go);
+            resolve();
+          };
+          res.once("drain", go);
+          res.once("close", go);
+        });
+      }
+    }
+    res.end();
+  } catch (err) {
+    logger?.debug("http response body failed mid-stream", { err });
+    res.destroy();
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
 }
