@@ -17,6 +17,7 @@ import { cacheObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
+import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
@@ -138,6 +139,11 @@ async function runAgent(
     states: worker,
     metrics,
     logger,
+    clock,
+    budget: new ReadBudget(
+      readBudgetBytes(config.agent.read_memory_budget, config.tiered_storage.cache.size),
+      { clock },
+    ),
   });
   const app = createApp({
     read,

@@ -60,6 +60,11 @@ export interface AgentConfig {
   http_idle_timeout: number;
   /** Open HTTP connections at most; 0 = from the open-file limit (at most 1024). @default 0 */
   http_max_connections: number;
+  /**
+   * Bytes reads may hold in memory at once, node-wide; over it a read waits briefly, then
+   * answers 503. 0 = a sixteenth of the cache size, between 64 MiB and 512 MiB. @default 0
+   */
+  read_memory_budget: number;
   broker: BrokerConfig;
 }
 
@@ -362,6 +367,7 @@ const agentSchema = z.strictObject({
   http_header_timeout: duration(finitePositive).prefault("10 s"),
   http_idle_timeout: duration(finitePositive).prefault("30 s"),
   http_max_connections: int(0).prefault(0),
+  read_memory_budget: size().prefault("0"),
   broker: brokerSchema.prefault({}),
 }, {
   error: (iss) =>

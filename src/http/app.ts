@@ -89,6 +89,34 @@ export function partitionJson(p: PartitionSummary): PartitionJson {
 
 const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
 
+/** How long a read waits in line for read memory before it answers 503. */
+const BUDGET_WAIT_MS = 2_000;
+/** Bytes handed to the server per body chunk. */
+const BODY_CHUNK = 1 << 20;
+
+/**
+ * A response body over `bytes` that gives the read's memory back once it has all been sent
+ * (or the client went away).
+ */
+function releasingBody(bytes: Uint8Array, release: () => void): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= bytes.length) {
+        controller.close();
+        release();
+        return;
+      }
+      const end = Math.min(bytes.length, at + BODY_CHUNK);
+      controller.enqueue(bytes.subarray(at, end));
+      at = end;
+    },
+    cancel() {
+      release();
+    },
+  }, { highWaterMark: 0 });
+}
+
 function jsonText(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
 }
@@ -182,12 +210,20 @@ export function createApp(o: AppOptions): Hono {
     if (format !== "raw" && format !== "json") {
       throw new ParamError("format", `format must be raw or json, got ${JSON.stringify(format)}`);
     }
-    const r = await readRecords(o.read, {
-      partition: ids,
-      ...start,
-      maxBytes,
-      readerId: readerId(c.req.header("x-tierd-reader")),
-    });
+    // Memory first: a read holds up to max_bytes until its answer is sent.
+    const release = await o.read.budget?.acquire(maxBytes, BUDGET_WAIT_MS) ?? (() => {});
+    let r;
+    try {
+      r = await readRecords(o.read, {
+        partition: ids,
+        ...start,
+        maxBytes,
+        readerId: readerId(c.req.header("x-tierd-reader")),
+      });
+    } catch (err) {
+      release();
+      throw err;
+    }
     const headers: Record<string, string> = {
       "x-tierd-first-offset": r.firstOffset.toString(),
       "x-tierd-next-offset": r.nextOffset.toString(),
@@ -198,12 +234,18 @@ export function createApp(o: AppOptions): Hono {
     };
     if (r.gap) headers["x-tierd-gap"] = `${r.gap.from}-${r.gap.to}`;
     if (format === "json") {
-      return c.body(jsonText(readToJson(ids, r, start)), 200, {
+      const text = new TextEncoder().encode(jsonText(readToJson(ids, r, start)));
+      return c.body(releasingBody(text, release), 200, {
         ...headers,
         "content-type": "application/json",
+        "content-length": String(text.length),
       });
     }
-    return c.body(r.bytes, 200, { ...headers, "content-type": "application/octet-stream" });
+    return c.body(releasingBody(r.bytes, release), 200, {
+      ...headers,
+      "content-type": "application/octet-stream",
+      "content-length": String(r.bytes.length),
+    });
   });
 
   app.get("/", async (c) => {

@@ -10,6 +10,7 @@ import {
   StoreUnavailable,
 } from "../read/errors.ts";
 import { ParamError } from "../read/params.ts";
+import { ReadBudgetExceeded } from "../read/read_budget.ts";
 
 /** Statuses the API answers errors with. */
 export type ApiErrorStatus = 400 | 401 | 403 | 404 | 416 | 500 | 502 | 503;
@@ -47,7 +48,7 @@ export class ApiError extends Error {
  * | SegmentCorrupt (local) | 500 | local_data_corrupt |
  * | SegmentCorrupt (remote) | 502 | remote_data_corrupt |
  * | StoreFailed | 502 | store_failed |
- * | StoreUnavailable, FetchTimeout, CacheFull | 503 + Retry-After | store_unavailable, fetch_timeout, cache_full |
+ * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded | 503 + Retry-After | store_unavailable, fetch_timeout, cache_full, read_budget_exceeded |
  * | anything else | 500 | internal |
  */
 export function toApiError(err: unknown): ApiError {
@@ -58,14 +59,16 @@ export function toApiError(err: unknown): ApiError {
       ? 416
       : err instanceof OffsetPastEnd || err.code === "unknown_partition"
       ? 404
-      : err instanceof StoreUnavailable || err instanceof FetchTimeout || err instanceof CacheFull
+      : err instanceof StoreUnavailable || err instanceof FetchTimeout || err instanceof CacheFull ||
+          err instanceof ReadBudgetExceeded
       ? 503
       : err.code === "store_failed" || (err instanceof SegmentCorrupt && err.where === "remote")
       ? 502
       : 500;
     const headers: Record<string, string> = {};
     if (
-      err instanceof StoreUnavailable || err instanceof CacheFull || err instanceof FetchTimeout
+      err instanceof StoreUnavailable || err instanceof CacheFull || err instanceof FetchTimeout ||
+      err instanceof ReadBudgetExceeded
     ) {
       headers["retry-after"] = String(err.retryAfterSeconds);
     }

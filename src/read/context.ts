@@ -10,6 +10,7 @@ import type { TierdMetrics } from "../metrics/tierd.ts";
 import { DirectRangeReader } from "./direct_reader.ts";
 import { IndexCache } from "./index_cache.ts";
 import { JournalStateReader, type PartitionStateSource } from "./state_source.ts";
+import type { ReadBudget } from "./read_budget.ts";
 
 /** The read path's dependencies; build one with {@link createReadContext}. */
 export interface ReadContext {
@@ -28,6 +29,8 @@ export interface ReadContext {
   readonly logger: Logger;
   /** How long a read waits for the store before answering "retry later". */
   readonly fetchTimeoutMs: number;
+  /** Bytes reads may hold in memory at once, node-wide (the HTTP API reserves from it). */
+  readonly budget?: ReadBudget;
   /** Time: segment quiescence, read deadlines, fetch durations. */
   readonly clock: Clock;
 }
@@ -48,6 +51,8 @@ export interface ReadContextOptions {
   logger?: Logger;
   /** @default config.tiered_storage.fetch_timeout */
   fetchTimeoutMs?: number;
+  /** The node-wide read memory budget; none: reads are not limited. */
+  budget?: ReadBudget;
   /** @default systemClock */
   clock?: Clock;
 }
@@ -65,6 +70,7 @@ export function createReadContext(o: ReadContextOptions): ReadContext {
     metrics: o.metrics,
     logger: o.logger ?? silentLogger,
     fetchTimeoutMs: o.fetchTimeoutMs ?? o.config.tiered_storage.fetch_timeout,
+    budget: o.budget,
     clock: o.clock ?? systemClock,
   };
 }

@@ -23,7 +23,9 @@ export type ReadErrorCode =
   /** The chunk cache has no room for the bytes this read needs; it is trimming. */
   | "cache_full"
   /** The store refused the request for another reason (credentials, malformed answer). */
-  | "store_failed";
+  | "store_failed"
+  /** Reads in flight hold the whole read memory budget; retry shortly. */
+  | "read_budget_exceeded";
 
 /** A read that could not be answered. */
 export class ReadError extends Error {

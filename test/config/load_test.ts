@@ -83,6 +83,10 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       api_token: "",
       evict_via: "auto",
       log_level: "info",
+      http_header_timeout: 10_000,
+      http_idle_timeout: 30_000,
+      http_max_connections: 0,
+      read_memory_budget: 0,
       broker: { http_url: "", username: "", password: "", personal_access_token: "" },
     },
     tiered_storage: {
