@@ -23,6 +23,7 @@ import { readRecords } from "../read/read_records.ts";
 import { requireBearer } from "./auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
 import { renderStatusPage } from "./status_page.ts";
+import { ContinuityReaders } from "../read/continuity.ts";
 
 /** Operations behind `POST /v1/admin/*`; each resolves with a JSON-serializable report. */
 export interface AdminOperations {
@@ -146,6 +147,7 @@ function single(c: Context, name: string): string | undefined {
  */
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
+  const continuity = new ContinuityReaders();
   const clock = o.read.clock;
   const startedAt = o.startedAt ?? clock.now();
   const logger = o.logger ?? o.read.logger;
@@ -212,18 +214,21 @@ export function createApp(o: AppOptions): Hono {
     }
     // Memory first: a read holds up to max_bytes until its answer is sent.
     const release = await o.read.budget?.acquire(maxBytes, BUDGET_WAIT_MS) ?? (() => {});
+    // A read that starts where another read of this partition ended is that reader going on:
+    // it gets readahead without any header. A given `x-tierd-reader` names it instead.
+    const label = `${ids.stream}/${ids.topic}/${ids.partition}`;
+    const hinted = readerId(c.req.header("x-tierd-reader"));
+    const reader = hinted ?? (start.offset !== undefined
+      ? continuity.readerFor(label, start.offset)
+      : undefined);
     let r;
     try {
-      r = await readRecords(o.read, {
-        partition: ids,
-        ...start,
-        maxBytes,
-        readerId: readerId(c.req.header("x-tierd-reader")),
-      });
+      r = await readRecords(o.read, { partition: ids, ...start, maxBytes, readerId: reader });
     } catch (err) {
       release();
       throw err;
     }
+    if (reader !== undefined && hinted === undefined) continuity.ended(label, reader, r.nextOffset);
     const headers: Record<string, string> = {
       "x-tierd-first-offset": r.firstOffset.toString(),
       "x-tierd-next-offset": r.nextOffset.toString(),

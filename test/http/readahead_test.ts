@@ -1,0 +1,94 @@
+// Readahead for every client: a plain client that reads a partition sequentially — each read
+// starting at the previous answer's `x-tierd-next-offset`, no special header — gets the chunk
+// cache's readahead, so it costs far fewer store GETs per byte than reads the cache cannot
+// tell apart (each from a different reader).
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { decorateStore } from "../../providers/decorate.ts";
+import type { ObjectStore } from "../../providers/types.ts";
+import { ChunkCache } from "../../src/cache/mod.ts";
+import { createApp } from "../../src/http/app.ts";
+import { Registry } from "../../src/metrics/registry.ts";
+import { createTierdMetrics } from "../../src/metrics/tierd.ts";
+import { buildScenario, type Scenario } from "../read/_scenario.ts";
+import { RECORDS } from "./_app.ts";
+
+/** Scans the remote part of the partition with small reads; returns store GETs and bytes. */
+async function scan(
+  s: Scenario,
+  dir: string,
+  headerFor: (i: number) => Record<string, string>,
+): Promise<{ gets: number; bytes: number }> {
+  let gets = 0;
+  const counted: ObjectStore = decorateStore(s.store, (call) => {
+    if (call.op === "get") gets++;
+    return call.run(call.signal);
+  });
+  const cache = await ChunkCache.open(counted, {
+    path: dir,
+    size: 64 * 1024 * 1024,
+    chunkSize: 1024 * 1024,
+    readaheadMax: 4,
+    diskTotalBytes: 2 ** 40,
+  });
+  try {
+    const registry = new Registry();
+    const metrics = createTierdMetrics(registry);
+    const app = createApp({
+      read: s.context({ store: counted, reader: cache, metrics }),
+      registry,
+      metrics,
+      ready: () => true,
+      apiToken: "",
+    });
+    const lastRemote = s.records.filter((r) => r.evicted).at(-1)!.lastOffset;
+    let offset = 0n;
+    let bytes = 0;
+    for (let i = 0; offset <= lastRemote; i++) {
+      const res = await app.request(`${RECORDS}?offset=${offset}&max_bytes=4096`, {
+        headers: headerFor(i),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      bytes += (await res.arrayBuffer()).byteLength;
+      offset = BigInt(res.headers.get("x-tierd-next-offset")!);
+    }
+    return { gets, bytes };
+  } finally {
+    await cache.close();
+  }
+}
+
+Deno.test("a plain sequential reader gets readahead: fewer store GETs per byte", async () => {
+  const s = await buildScenario({
+    format: "iggy-0.9",
+    before: 36_000,
+    after: 10,
+    segmentSize: 3 * 1024 * 1024,
+    payloadSize: 100,
+    messagesPerBatch: 5,
+    evict: 100,
+  });
+  try {
+    const plain = await scan(s, join(s.dir, "cache-plain"), () => ({}));
+    const strangers = await scan(
+      s,
+      join(s.dir, "cache-strangers"),
+      (i) => ({ "x-tierd-reader": `stranger-${i}` }),
+    );
+    const hinted = await scan(s, join(s.dir, "cache-hinted"), () => ({ "x-tierd-reader": "one" }));
+    assert.equal(plain.bytes, strangers.bytes);
+    const perMiB = (r: { gets: number; bytes: number }) => r.gets / (r.bytes / (1 << 20));
+    console.log(
+      `store GETs per MiB: plain ${perMiB(plain).toFixed(1)}, hinted ${
+        perMiB(hinted).toFixed(1)
+      }, unrelated readers ${perMiB(strangers).toFixed(1)}`,
+    );
+    assert.ok(
+      plain.gets <= strangers.gets * 0.75,
+      `plain ${plain.gets} GETs vs ${strangers.gets} without readahead`,
+    );
+    assert.ok(plain.gets <= hinted.gets * 1.2, "as good as a reader that names itself");
+  } finally {
+    await s.cleanup();
+  }
+});
