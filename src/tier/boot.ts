@@ -47,7 +47,8 @@ export async function reconcileAtBoot(
 }
 
 /**
- * The journal's incarnation stays when the directory is the one it was recorded for, or when
+ * The journal's incarnation stays when the directory is the one it was recorded for (same
+ * device and inode, and no broker file back where the journal says it was evicted), or when
  * its segments match what the journal knows (a copied or restored directory, new device
  * numbers). Without a journal the bucket decides. Otherwise the partition is new.
  */
@@ -60,7 +61,19 @@ async function settleIncarnation(
 ): Promise<IncarnationOutcome> {
   const s = ledger.state;
   if (s.incarnation !== undefined && s.device === part.device && s.inode === part.inode) {
-    return { kind: "kept" };
+    // The same inode is no proof: ext4 gives a deleted directory's inode to the next one made,
+    // so a topic deleted and recreated often comes back under it. Broker files where the
+    // journal says they were evicted (or shorter than their copy) mean the content changed
+    // behind tierd's back: then the bytes decide.
+    if (!reappeared(local, s)) return { kind: "kept" };
+    const verdict = await judgeIncarnation(
+      local.map((l) => l.start),
+      knownByJournal(s),
+      localPrefixHash(local),
+      "journal",
+    );
+    if (verdict.verdict !== "different") return { kind: "kept" };
+    return await startNew(ctx, ledger, part, `recreated: ${verdict.reason}`, s.incarnation);
   }
   const at = ctx.clock.now();
   if (s.incarnation !== undefined) {
@@ -135,6 +148,17 @@ async function startNew(
     at: ctx.clock.now(),
   });
   return { kind: "new", incarnation, reason };
+}
+
+/**
+ * Whether a local segment stands where the journal says the broker's files are gone (evicted),
+ * or is shorter than its verified copy: neither happens to a partition that merely went on.
+ */
+function reappeared(local: readonly SegmentFiles[], s: PartitionState): boolean {
+  return local.some((l) => {
+    const r = getSegment(s, s.generation, l.start);
+    return r?.meta !== undefined && (r.evicted || l.logSize < r.meta.size);
+  });
 }
 
 /** The verified copies of the current generation a journal knows. */
