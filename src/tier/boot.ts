@@ -13,6 +13,9 @@ import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext } from "./phase.ts";
 import { adoptFromBucket, localPrefixHash, rebuildFromBucket, type Rebuilt } from "./rebuild.ts";
 
+/** The reason a partition directory tierd never saw, with nothing in the bucket, gets. */
+export const FIRST_SEEN = "first seen (nothing in the bucket)";
+
 /** How the partition's incarnation was settled at boot. */
 export type IncarnationOutcome =
   | { kind: "kept" }
@@ -118,7 +121,7 @@ async function settleIncarnation(
     return { kind: "rebuilt", rebuilt };
   }
   const reason = rejected.length === 0
-    ? "first seen (nothing in the bucket)"
+    ? FIRST_SEEN
     : `none of the bucket's incarnations matches: ${rejected.join("; ")}`;
   return await startNew(ctx, ledger, part, reason);
 }
@@ -137,7 +140,7 @@ async function startNew(
       incarnation,
       evidence: reason,
     });
-  } else if (reason !== "first seen (nothing in the bucket)") {
+  } else if (reason !== FIRST_SEEN) {
     ctx.log.warn("new incarnation", { incarnation, evidence: reason });
   }
   await ledger.record({

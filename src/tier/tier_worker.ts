@@ -22,6 +22,7 @@ import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
+import { FIRST_SEEN } from "./boot.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
 import type { JobOutcome } from "./housekeeping/job.ts";
 
@@ -162,7 +163,39 @@ export class TierWorker {
         detail: `no journal: rebuilt from the bucket (${incarnation.rebuilt.segments} segments)`,
       };
     }
-    return { state: "ok" };
+    // Anything else boot had to mend, in words: the journal fell behind the bucket (a cut-short
+    // journal is rebuilt in part), or the directory or the markers were not what it said.
+    const { tornTail, adopted, evictionsRecorded, quarantined } = p.boot;
+    const notes: string[] = [];
+    if (tornTail) {
+      notes.push(
+        `journal ${tornTail.path} ended in an incomplete record: cut at byte ` +
+          `${tornTail.validBytes} (${tornTail.droppedBytes} bytes dropped)`,
+      );
+    }
+    if (adopted > 0) {
+      notes.push(`${adopted} copies the journal did not list adopted from the bucket`);
+    }
+    if (evictionsRecorded > 0) {
+      notes.push(`${evictionsRecorded} evictions the journal lacked recorded from their markers`);
+    }
+    if (incarnation.kind === "moved") {
+      notes.push(`directory moved or restored, same incarnation: ${incarnation.reason}`);
+    }
+    if (incarnation.kind === "new" && incarnation.reason !== FIRST_SEEN) {
+      notes.push(`new incarnation: ${incarnation.reason}`);
+    }
+    if (quarantined.length > 0) {
+      notes.push(
+        `${quarantined.length} marker(s) quarantined: ${quarantined[0].path}: ${
+          quarantined[0].reason
+        }${quarantined.length > 1 ? ", …" : ""}`,
+      );
+    }
+    return {
+      state: adopted > 0 ? "rebuilt" : "ok",
+      ...(notes.length > 0 && { detail: notes.join("; ") }),
+    };
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */
