@@ -15,7 +15,7 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionState } from "../state/segment_state.ts";
-import type { PartitionHealth } from "../read/state_source.ts";
+import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
 import { BrokerClient } from "./broker_client.ts";
 import { BrokerEvictor, type Evictor, UnlinkEvictor } from "./evictor.ts";
 import type { TierObserver } from "./observer.ts";
@@ -77,6 +77,8 @@ export class TierWorker {
   readonly #partitions = new Map<string, PartitionTier>();
   /** Partitions whose state could not be opened in the last pass, and why. */
   readonly #failedOpen = new Map<string, string>();
+  /** Journals of partitions not open here (no broker directory), read-only. */
+  readonly #journals: JournalStateReader;
   /** Background jobs (manifests, verify pass, sweeps), run between passes. */
   readonly housekeeper: Housekeeper;
   #running?: Promise<PassReport>;
@@ -91,6 +93,7 @@ export class TierWorker {
     this.#config = env.config;
     this.#logger = logger;
     this.#prefix = env.prefix;
+    this.#journals = new JournalStateReader(env.config.agent.state_dir);
     const store = new RetryingStore(env.store, {
       root: env.root ?? Deadline.after(Infinity, undefined, { clock }),
       clock,
@@ -135,12 +138,18 @@ export class TierWorker {
     return [...this.#partitions.values()];
   }
 
-  /** The live state of a partition this worker tiers (for the read path). */
+  /**
+   * The live state of a partition this worker tiers (for the read path). A partition with a
+   * journal but no broker directory (a host restored without `--with-data`, before its broker
+   * made the directory) is served from its journal, read-only, as `tierd read` would.
+   */
   state(id: PartitionId): Promise<PartitionState | undefined> {
     const p = this.partitions.find((a) =>
       a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
     );
-    return Promise.resolve(p?.state);
+    if (p) return Promise.resolve(p.state);
+    if (this.#failedOpen.has(partitionLabel(id))) return Promise.resolve(undefined);
+    return this.#journals.state(id);
   }
 
   /** How a partition's local state stands (rebuilt from the bucket, or not openable now). */
