@@ -263,22 +263,29 @@ export interface BootedAgent {
 }
 
 /** Boots a fresh in-process agent (worker, read path and HTTP app) and runs its first pass. */
-export async function bootAgent(rig: RecoveryRig): Promise<BootedAgent> {
+export function bootAgent(rig: RecoveryRig): Promise<BootedAgent> {
+  return bootAgentOn(rig);
+}
+
+/** {@link bootAgent} on any host: a config, its store and key prefix. */
+export async function bootAgentOn(
+  host: { config: Config; store: ObjectStore; prefix: string },
+): Promise<BootedAgent> {
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
   const { logger, lines } = capturingLogger("info");
   const worker = new TierWorker({
-    config: rig.config,
-    store: rig.store,
-    prefix: rig.prefix,
+    config: host.config,
+    store: host.store,
+    prefix: host.prefix,
     logger,
     observer: tierObserver(metrics),
   });
   const report = await worker.pass();
   const read = createReadContext({
-    config: rig.config,
-    store: rig.store,
-    prefix: rig.prefix,
+    config: host.config,
+    store: host.store,
+    prefix: host.prefix,
     states: worker,
     metrics,
     logger,
@@ -401,7 +408,15 @@ export interface RunningAgent {
 }
 
 /** Starts `tierd run` on the rig and waits for its first pass ("ready"). */
-export async function runAgent(rig: RecoveryRig, timeoutMs = 30_000): Promise<RunningAgent> {
+export function runAgent(rig: RecoveryRig, timeoutMs = 30_000): Promise<RunningAgent> {
+  return runAgentOn(rig, timeoutMs);
+}
+
+/** {@link runAgent} on any host: its config file, environment and parsed config. */
+export async function runAgentOn(
+  rig: { configPath: string; env: Record<string, string>; config: Config },
+  timeoutMs = 30_000,
+): Promise<RunningAgent> {
   const process = spawnTierd(["run", "--config", rig.configPath], rig.env);
   try {
     await process.waitFor((l) => l.msg.startsWith("ready"), timeoutMs);
