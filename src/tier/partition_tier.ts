@@ -67,6 +67,8 @@ export class PartitionTier {
   readonly #ctx: PhaseContext;
   readonly #evictor: Evictor;
   readonly #reportedGaps = new Set<string>();
+  /** When each remote copy was first found deletable (the retention phase's delete_grace). */
+  readonly #deletableSince = new Map<string, number>();
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -192,6 +194,7 @@ export class PartitionTier {
       partitionsInTopic: options.partitionsInTopic ?? 1,
       budget: options.deleteBudget ??
         { remaining: ctx.config.tiered_storage.delete_batch_per_pass },
+      deletableSince: this.#deletableSince,
     });
     const phases: Problems[] = [...copied, cleanup, evict, retention];
     const report: PartitionPassReport = {
