@@ -17,7 +17,7 @@ import { appendMessages, generatePartition, partitionDir } from "../../src/forma
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
 import { type PartitionId, partitionLabel } from "../../src/layout/partition.ts";
-import { tempDir } from "../_util.ts";
+import { scratchDir } from "../_model/tier_harness.ts";
 import {
   minioAvailable,
   minioStore,
@@ -218,7 +218,8 @@ if (await minioAvailable("restore tests against MinIO")) {
     const random = seededRandom(seed);
     const minio = (await startMinioReady())!;
     const tap = await startS3Tap(minio.endpoint);
-    const tmp = await tempDir("tierd-restore");
+    // A memory filesystem where there is one: the restores fsync every file.
+    const tmp = await scratchDir("tierd-restore");
     try {
       // The source host: two partitions, every message in a sealed segment (the active one is
       // empty), tiered by `tierd run --once` (copies, evictions, manifests).
