@@ -3,6 +3,7 @@
 // partition with no journal is rebuilt from the bucket; copies and cleanups a crash cut off
 // become DANGLING; `.remote` markers are checked — untrusted ones quarantined, evictions a crash
 // left unrecorded recorded, and copies the journal does not know adopted from the bucket.
+import { incarnationHex } from "../layout/partition.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
@@ -95,7 +96,7 @@ async function settleIncarnation(
         at,
       });
       ctx.log.info("partition directory moved or restored: same incarnation", {
-        incarnation: s.incarnation,
+        incarnation: incarnationHex(s.incarnation),
         evidence: verdict.reason,
       });
       return { kind: "moved", reason: verdict.reason };
@@ -106,7 +107,7 @@ async function settleIncarnation(
   if (rebuilt) {
     ctx.observer.stateRebuilt?.(ledger.label, rebuilt.segments);
     ctx.log.warn("no journal for this partition: rebuilt its state from the bucket", {
-      incarnation: rebuilt.incarnation,
+      incarnation: incarnationHex(rebuilt.incarnation),
       generation: rebuilt.generation,
       segments: rebuilt.segments,
       evicted: rebuilt.evicted,
@@ -136,12 +137,12 @@ async function startNew(
   const incarnation = newIncarnation();
   if (old !== undefined) {
     ctx.log.warn("partition directory was recreated: new incarnation", {
-      old_incarnation: old,
-      incarnation,
+      old_incarnation: incarnationHex(old),
+      incarnation: incarnationHex(incarnation),
       evidence: reason,
     });
   } else if (reason !== FIRST_SEEN) {
-    ctx.log.warn("new incarnation", { incarnation, evidence: reason });
+    ctx.log.warn("new incarnation", { incarnation: incarnationHex(incarnation), evidence: reason });
   }
   await ledger.record({
     type: "incarnation",

@@ -155,6 +155,9 @@ for (const { name, recreate } of RECREATES) {
         assert.notEqual(after.incarnation, before.incarnation);
         const p = await partitionEntry(agent.api, rig.id);
         assert.equal(p.incarnation, hexOf(after.incarnation));
+        // The log names incarnations as keys and /v1/partitions do (16 hex digits).
+        assert.equal(line[0].incarnation, p.incarnation);
+        assert.equal(line[0].old_incarnation, hexOf(before.incarnation));
         assert.equal(p.state, "ok");
         assert.match(
           p.state_detail ?? "",
@@ -215,6 +218,7 @@ if (await minioAvailable("recovery rows against MinIO")) {
                 /no journal: rebuilt from the bucket \(\d+ segments\)/,
               );
               assert.equal(p.incarnation, hexOf(before.incarnation), "the bucket's incarnation");
+              assert.equal(rebuilt[0].incarnation, p.incarnation, "named as in the keys");
               assert.deepEqual(await damagedJournals(rig), [], "nothing to keep aside");
               // Markers and kept index copies are back for every evicted segment.
               const markers = await markerNames(rig);
