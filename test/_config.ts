@@ -29,6 +29,8 @@ backend = "${o.backend ?? "fs"}"
 part_size = "${o.partSize ?? "8 MiB"}"
 segment_upload_timeout = "${o.uploadTimeout ?? "3 s"}"
 upload_loop_backoff_max = "500 ms"
+# Tests of total retention want a deletable copy gone in the pass that finds it.
+delete_grace = "0 s"
 
 [tiered_storage.fs]
 path = "${o.dir}/store"

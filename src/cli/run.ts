@@ -198,13 +198,25 @@ async function loop(
   let idleMs = MIN_IDLE_MS;
   let first = true;
   let watcher: ReturnType<typeof watch> | undefined;
+  // No watch (a data dir that does not exist yet, as on a host restored without --with-data
+  // before its broker made it; or no inotify) is no reason to stop: the periodic scan goes on.
+  // Deno reports a watch that cannot start as an error event, not a throw.
+  const unwatched = (err: unknown) =>
+    opts.logger.warn("filesystem watch unavailable; relying on the periodic scan", {
+      data_dir: dataDir,
+      err,
+    });
   try {
     watcher = watch(dataDir, { recursive: true }, () => {
       dirty = true;
       wake?.();
     });
+    watcher.on("error", (err) => {
+      unwatched(err);
+      watcher?.close();
+    });
   } catch (err) {
-    opts.logger.warn("filesystem watch unavailable; relying on the periodic scan", { err });
+    unwatched(err);
   }
   opts.signal.addEventListener("abort", () => wake?.());
   const waitFor = async (ms: number) => {

@@ -9,7 +9,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
 import { ConfigError, type ConfigIssue } from "./error.ts";
 import { checkRules } from "./rules.ts";
-import { type Config, configSchema } from "./schema.ts";
+import { type Config, configSchema, NOT_SUPPORTED_YET } from "./schema.ts";
 import { REDACTED, SECRET_FIELDS, secretAt } from "./secrets.ts";
 
 /** Environment variables, as `process.env` holds them. */
@@ -46,10 +46,16 @@ export async function loadConfig(path: string, env: Env = process.env): Promise<
  *   relative paths (`agent.data_dir`, `agent.state_dir`, `tiered_storage.fs.path`,
  *   `tiered_storage.cache.path`, `tiered_storage.gcs.service_account_key`)
  * @param env where the `TIERD_*` secret overrides are read from; defaults to `process.env`
+ * @param options.notSupported keys refused as "not supported yet" @default NOT_SUPPORTED_YET
  * @returns the config with defaults filled and paths absolute
  * @throws {ConfigError} listing every problem found
  */
-export function parseConfig(text: string, source: string, env: Env = process.env): Config {
+export function parseConfig(
+  text: string,
+  source: string,
+  env: Env = process.env,
+  options: { notSupported?: readonly (readonly string[])[] } = {},
+): Config {
   let doc: Record<string, unknown>;
   try {
     doc = parseToml(text);
@@ -71,6 +77,21 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     throw new ConfigError(source, parsed.error.issues.flatMap((i) => schemaIssues(doc, i)));
   }
   const config = parsed.data;
+
+  // A key nothing acts on yet is refused, never silently ignored.
+  const unsupported = (options.notSupported ?? NOT_SUPPORTED_YET).filter((path) =>
+    valueAt(doc, path) !== undefined
+  );
+  if (unsupported.length > 0) {
+    throw new ConfigError(
+      source,
+      unsupported.map((path) => ({
+        path: keyPath(path),
+        value: show(path, valueAt(doc, path)),
+        message: "not supported yet: this build parses the key but nothing acts on it; remove it",
+      })),
+    );
+  }
 
   const violations = checkRules(config);
   if (violations.length > 0) {

@@ -19,10 +19,15 @@ export interface PartitionStateSource {
 export interface PartitionHealth {
   /**
    * `ok`; `rebuilt`: its state was rebuilt from the bucket (no journal, or a damaged one kept
-   * aside); `failed`: its state cannot be opened now (retried every pass).
+   * aside), or in part (copies a cut-short journal did not list adopted from it); `failed`: its
+   * state cannot be opened now (retried every pass).
    */
   state: "ok" | "rebuilt" | "failed";
-  /** What happened, in words, naming the file and position where there is one. */
+  /**
+   * What happened, in words, naming the file and position where there is one; also for `ok`
+   * when boot mended something (a torn tail, a moved or recreated directory, quarantined
+   * markers, evictions recorded from markers).
+   */
   detail?: string;
 }
 

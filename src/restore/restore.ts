@@ -15,6 +15,7 @@ import { tieredTopic } from "../config/topics.ts";
 import { createXxh128Stream, hex128 } from "../hash.ts";
 import { clusterRoot, partitionRoot } from "../layout/object_keys.ts";
 import {
+  incarnationHex,
   type PartitionId,
   partitionLabel,
   partitionRelPath,
@@ -194,7 +195,7 @@ async function restorePartition(
   }
   o.logger.info("partition restored", {
     partition: label,
-    incarnation: gen.incarnation,
+    incarnation: incarnationHex(gen.incarnation),
     generation: gen.generation,
     segments: result.segments,
     downloaded: result.downloaded,

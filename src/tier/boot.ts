@@ -3,6 +3,7 @@
 // partition with no journal is rebuilt from the bucket; copies and cleanups a crash cut off
 // become DANGLING; `.remote` markers are checked — untrusted ones quarantined, evictions a crash
 // left unrecorded recorded, and copies the journal does not know adopted from the bucket.
+import { incarnationHex } from "../layout/partition.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
@@ -12,6 +13,9 @@ import { judgeIncarnation, type KnownSegment } from "./incarnation_evidence.ts";
 import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext } from "./phase.ts";
 import { adoptFromBucket, localPrefixHash, rebuildFromBucket, type Rebuilt } from "./rebuild.ts";
+
+/** The reason a partition directory tierd never saw, with nothing in the bucket, gets. */
+export const FIRST_SEEN = "first seen (nothing in the bucket)";
 
 /** How the partition's incarnation was settled at boot. */
 export type IncarnationOutcome =
@@ -47,7 +51,8 @@ export async function reconcileAtBoot(
 }
 
 /**
- * The journal's incarnation stays when the directory is the one it was recorded for, or when
+ * The journal's incarnation stays when the directory is the one it was recorded for (same
+ * device and inode, and no broker file back where the journal says it was evicted), or when
  * its segments match what the journal knows (a copied or restored directory, new device
  * numbers). Without a journal the bucket decides. Otherwise the partition is new.
  */
@@ -60,7 +65,19 @@ async function settleIncarnation(
 ): Promise<IncarnationOutcome> {
   const s = ledger.state;
   if (s.incarnation !== undefined && s.device === part.device && s.inode === part.inode) {
-    return { kind: "kept" };
+    // The same inode is no proof: ext4 gives a deleted directory's inode to the next one made,
+    // so a topic deleted and recreated often comes back under it. Broker files where the
+    // journal says they were evicted (or shorter than their copy) mean the content changed
+    // behind tierd's back: then the bytes decide.
+    if (!reappeared(local, s)) return { kind: "kept" };
+    const verdict = await judgeIncarnation(
+      local.map((l) => l.start),
+      knownByJournal(s),
+      localPrefixHash(local),
+      "journal",
+    );
+    if (verdict.verdict !== "different") return { kind: "kept" };
+    return await startNew(ctx, ledger, part, `recreated: ${verdict.reason}`, s.incarnation);
   }
   const at = ctx.clock.now();
   if (s.incarnation !== undefined) {
@@ -79,7 +96,7 @@ async function settleIncarnation(
         at,
       });
       ctx.log.info("partition directory moved or restored: same incarnation", {
-        incarnation: s.incarnation,
+        incarnation: incarnationHex(s.incarnation),
         evidence: verdict.reason,
       });
       return { kind: "moved", reason: verdict.reason };
@@ -90,7 +107,7 @@ async function settleIncarnation(
   if (rebuilt) {
     ctx.observer.stateRebuilt?.(ledger.label, rebuilt.segments);
     ctx.log.warn("no journal for this partition: rebuilt its state from the bucket", {
-      incarnation: rebuilt.incarnation,
+      incarnation: incarnationHex(rebuilt.incarnation),
       generation: rebuilt.generation,
       segments: rebuilt.segments,
       evicted: rebuilt.evicted,
@@ -105,7 +122,7 @@ async function settleIncarnation(
     return { kind: "rebuilt", rebuilt };
   }
   const reason = rejected.length === 0
-    ? "first seen (nothing in the bucket)"
+    ? FIRST_SEEN
     : `none of the bucket's incarnations matches: ${rejected.join("; ")}`;
   return await startNew(ctx, ledger, part, reason);
 }
@@ -120,12 +137,12 @@ async function startNew(
   const incarnation = newIncarnation();
   if (old !== undefined) {
     ctx.log.warn("partition directory was recreated: new incarnation", {
-      old_incarnation: old,
-      incarnation,
+      old_incarnation: incarnationHex(old),
+      incarnation: incarnationHex(incarnation),
       evidence: reason,
     });
-  } else if (reason !== "first seen (nothing in the bucket)") {
-    ctx.log.warn("new incarnation", { incarnation, evidence: reason });
+  } else if (reason !== FIRST_SEEN) {
+    ctx.log.warn("new incarnation", { incarnation: incarnationHex(incarnation), evidence: reason });
   }
   await ledger.record({
     type: "incarnation",
@@ -135,6 +152,17 @@ async function startNew(
     at: ctx.clock.now(),
   });
   return { kind: "new", incarnation, reason };
+}
+
+/**
+ * Whether a local segment stands where the journal says the broker's files are gone (evicted),
+ * or is shorter than its verified copy: neither happens to a partition that merely went on.
+ */
+function reappeared(local: readonly SegmentFiles[], s: PartitionState): boolean {
+  return local.some((l) => {
+    const r = getSegment(s, s.generation, l.start);
+    return r?.meta !== undefined && (r.evicted || l.logSize < r.meta.size);
+  });
 }
 
 /** The verified copies of the current generation a journal knows. */

@@ -42,6 +42,14 @@ export interface PartitionPassReport extends Problems {
   gaps: ChainGap[];
 }
 
+/** What opening a partition found: boot reconciliation, and damage or a torn tail before it. */
+export interface OpenOutcome extends BootOutcome {
+  /** The journal was damaged: set aside, the state rebuilt from the bucket. */
+  damage?: LocalDamage;
+  /** The journal ended in an incomplete record, cut off. */
+  tornTail?: TornTailInfo;
+}
+
 /** Options of one pass. */
 export interface PassOptions {
   /** How many partitions share the topic's `max_topic_size`. @default 1 */
@@ -55,10 +63,12 @@ export class PartitionTier {
   readonly ledger: PartitionLedger;
   /** The broker's partition directory. */
   readonly dir: string;
-  readonly boot: BootOutcome & { damage?: LocalDamage };
+  readonly boot: OpenOutcome;
   readonly #ctx: PhaseContext;
   readonly #evictor: Evictor;
   readonly #reportedGaps = new Set<string>();
+  /** When each remote copy was first found deletable (the retention phase's delete_grace). */
+  readonly #deletableSince = new Map<string, number>();
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -67,7 +77,7 @@ export class PartitionTier {
     ledger: PartitionLedger,
     part: DiscoveredPartition,
     evictor: Evictor,
-    boot: BootOutcome & { damage?: LocalDamage },
+    boot: OpenOutcome,
   ) {
     this.#ctx = ctx;
     this.ledger = ledger;
@@ -87,8 +97,10 @@ export class PartitionTier {
     evictor: Evictor,
   ): Promise<PartitionTier> {
     const stateRoot = ctx.config.agent.state_dir;
+    let tornTail: TornTailInfo | undefined;
     const options = {
       onTornTail: (t: TornTailInfo) => {
+        tornTail = t;
         ctx.observer.journalTornTail?.(t.path);
         ctx.log.warn("journal torn tail truncated", {
           path: t.path,
@@ -120,7 +132,7 @@ export class PartitionTier {
     }
     try {
       const boot = await reconcileAtBoot(ctx, ledger, part, keySpace);
-      return new PartitionTier(ctx, ledger, part, evictor, { ...boot, damage });
+      return new PartitionTier(ctx, ledger, part, evictor, { ...boot, damage, tornTail });
     } catch (err) {
       await ledger.close();
       throw err;
@@ -182,6 +194,7 @@ export class PartitionTier {
       partitionsInTopic: options.partitionsInTopic ?? 1,
       budget: options.deleteBudget ??
         { remaining: ctx.config.tiered_storage.delete_batch_per_pass },
+      deletableSince: this.#deletableSince,
     });
     const phases: Problems[] = [...copied, cleanup, evict, retention];
     const report: PartitionPassReport = {

@@ -15,13 +15,14 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionState } from "../state/segment_state.ts";
-import type { PartitionHealth } from "../read/state_source.ts";
+import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
 import { BrokerClient } from "./broker_client.ts";
 import { BrokerEvictor, type Evictor, UnlinkEvictor } from "./evictor.ts";
 import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
+import { FIRST_SEEN } from "./boot.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
 import type { JobOutcome } from "./housekeeping/job.ts";
 
@@ -76,6 +77,8 @@ export class TierWorker {
   readonly #partitions = new Map<string, PartitionTier>();
   /** Partitions whose state could not be opened in the last pass, and why. */
   readonly #failedOpen = new Map<string, string>();
+  /** Journals of partitions not open here (no broker directory), read-only. */
+  readonly #journals: JournalStateReader;
   /** Background jobs (manifests, verify pass, sweeps), run between passes. */
   readonly housekeeper: Housekeeper;
   #running?: Promise<PassReport>;
@@ -90,6 +93,7 @@ export class TierWorker {
     this.#config = env.config;
     this.#logger = logger;
     this.#prefix = env.prefix;
+    this.#journals = new JournalStateReader(env.config.agent.state_dir);
     const store = new RetryingStore(env.store, {
       root: env.root ?? Deadline.after(Infinity, undefined, { clock }),
       clock,
@@ -134,12 +138,18 @@ export class TierWorker {
     return [...this.#partitions.values()];
   }
 
-  /** The live state of a partition this worker tiers (for the read path). */
+  /**
+   * The live state of a partition this worker tiers (for the read path). A partition with a
+   * journal but no broker directory (a host restored without `--with-data`, before its broker
+   * made the directory) is served from its journal, read-only, as `tierd read` would.
+   */
   state(id: PartitionId): Promise<PartitionState | undefined> {
     const p = this.partitions.find((a) =>
       a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
     );
-    return Promise.resolve(p?.state);
+    if (p) return Promise.resolve(p.state);
+    if (this.#failedOpen.has(partitionLabel(id))) return Promise.resolve(undefined);
+    return this.#journals.state(id);
   }
 
   /** How a partition's local state stands (rebuilt from the bucket, or not openable now). */
@@ -162,7 +172,39 @@ export class TierWorker {
         detail: `no journal: rebuilt from the bucket (${incarnation.rebuilt.segments} segments)`,
       };
     }
-    return { state: "ok" };
+    // Anything else boot had to mend, in words: the journal fell behind the bucket (a cut-short
+    // journal is rebuilt in part), or the directory or the markers were not what it said.
+    const { tornTail, adopted, evictionsRecorded, quarantined } = p.boot;
+    const notes: string[] = [];
+    if (tornTail) {
+      notes.push(
+        `journal ${tornTail.path} ended in an incomplete record: cut at byte ` +
+          `${tornTail.validBytes} (${tornTail.droppedBytes} bytes dropped)`,
+      );
+    }
+    if (adopted > 0) {
+      notes.push(`${adopted} copies the journal did not list adopted from the bucket`);
+    }
+    if (evictionsRecorded > 0) {
+      notes.push(`${evictionsRecorded} evictions the journal lacked recorded from their markers`);
+    }
+    if (incarnation.kind === "moved") {
+      notes.push(`directory moved or restored, same incarnation: ${incarnation.reason}`);
+    }
+    if (incarnation.kind === "new" && incarnation.reason !== FIRST_SEEN) {
+      notes.push(`new incarnation: ${incarnation.reason}`);
+    }
+    if (quarantined.length > 0) {
+      notes.push(
+        `${quarantined.length} marker(s) quarantined: ${quarantined[0].path}: ${
+          quarantined[0].reason
+        }${quarantined.length > 1 ? ", …" : ""}`,
+      );
+    }
+    return {
+      state: adopted > 0 ? "rebuilt" : "ok",
+      ...(notes.length > 0 && { detail: notes.join("; ") }),
+    };
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */

@@ -1,5 +1,6 @@
 // The single binary, used as an operator would: build dist/tierd with Bun, then `gen`,
-// `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote.
+// `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote; and a
+// second instance on a held state dir refused (the Bun flock path of the state dir lock).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdir, readFile, writeFile } from "node:fs/promises";
@@ -10,6 +11,7 @@ import { initHashes } from "../../src/hash.ts";
 import { fromUserMetadata } from "../../src/layout/object_metadata.ts";
 import { testConfigText } from "../_config.ts";
 import { tempDir } from "../_util.ts";
+import { freePort } from "../fixtures/_server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -106,6 +108,42 @@ Deno.test("the compiled binary generates, validates and copies segments", async 
     const usage = run(bin, ["frobnicate"]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /unknown command/);
+
+    // One agent per state dir, through Bun's FFI flock: while `tierd run` holds it, `run --once`
+    // exits 2 naming the holder's pid; after a SIGKILL the kernel has released it.
+    const agentConfig = join(tmp.path, "agent.toml");
+    await writeFile(
+      agentConfig,
+      (await readFile(configPath, "utf8")).replace(
+        "[agent]\n",
+        `[agent]\nlisten = "127.0.0.1:${freePort()}"\n`,
+      ),
+    );
+    const holder = new Deno.Command(bin, {
+      args: ["run", "--config", agentConfig],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    try {
+      const lockFile = join(tmp.path, "state", "tierd.lock");
+      const held = `pid ${holder.pid}, tierd run,`;
+      for (let i = 0; !(await readFile(lockFile, "utf8").catch(() => "")).startsWith(held); i++) {
+        assert.ok(i < 200, "the agent never took the state dir lock");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const second = run(bin, ["run", "--once", "--config", configPath]);
+      assert.equal(second.code, 2, second.stderr);
+      assert.match(
+        second.stderr,
+        new RegExp(`in use by another tierd \\(pid ${holder.pid}, tierd run,`),
+      );
+    } finally {
+      holder.kill("SIGKILL");
+      await holder.status;
+    }
+    const free = run(bin, ["run", "--once", "--config", configPath]);
+    assert.equal(free.code, 0, free.stderr);
   } finally {
     await tmp.cleanup();
   }

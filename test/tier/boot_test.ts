@@ -206,3 +206,54 @@ Deno.test("boot: a trusted marker whose .log is gone records the eviction a cras
     await r.cleanup();
   }
 });
+
+Deno.test("boot: the same device and inode with other bytes where the journal says it evicted is a new partition (ext4 reuses inodes)", async () => {
+  const r = await phaseRig();
+  try {
+    const old = r.ledger.state.incarnation!;
+    const [s0, s1] = r.segments;
+    const facts0 = await factsOf(s0);
+    // The journal evicted segment 0 holding other bytes; segment 0 is back in the directory.
+    await r.ledger.record(
+      { type: "copy_started", segment: 0n, generation: 0n, at: 1 },
+      copyFinishedEvent(0n, 0n, { ...facts0, checksum: facts0.checksum ^ 1n }, 1),
+      { type: "evicted", segment: 0n, generation: 0n, at: 2 },
+    );
+    await recordCopied(r, s1);
+    const out = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
+    assert.equal(out.incarnation.kind, "new");
+    assert.notEqual(r.ledger.state.incarnation, old);
+    assert.deepEqual(segmentsOf(r.ledger.state), []);
+    const line = r.logged("partition directory was recreated: new incarnation");
+    assert.equal(line.length, 1);
+    assert.match(String(line[0].evidence), /the local bytes differ/);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("boot: the same device and inode with the same bytes back where it evicted keeps the incarnation; a partition that went on is not hashed", async () => {
+  const r = await phaseRig();
+  try {
+    const old = r.ledger.state.incarnation!;
+    const [s0, s1] = r.segments;
+    await recordCopied(r, s0);
+    await r.ledger.record({ type: "evicted", segment: 0n, generation: 0n, at: 2 });
+    await recordCopied(r, s1);
+    // Segment 0's files are back (restored in place): the bytes say it is the same partition.
+    const back = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
+    assert.deepEqual(back.incarnation, { kind: "kept" });
+    assert.equal(r.ledger.state.incarnation, old);
+    assert.equal(segmentsOf(r.ledger.state).length, 2);
+    // Without files where it evicted, nothing is read to decide.
+    await rm(s0.logPath);
+    await rm(s0.indexPath);
+    await writeFile(s1.logPath, new Uint8Array(s1.size)); // other bytes, never looked at
+    await r.reopen();
+    const on = await reconcileAtBoot(r.ctx, r.ledger, r.part, r.keySpace);
+    assert.deepEqual(on.incarnation, { kind: "kept" });
+    assert.equal(r.ledger.state.incarnation, old);
+  } finally {
+    await r.cleanup();
+  }
+});

@@ -178,7 +178,7 @@ Deno.test("a recreated partition directory gets a new incarnation and new keys; 
       for (const [key, bytes] of old) assert.equal(r.sim.objects.get(key)?.bytes, bytes, key);
       const line = logged(r, "partition directory was recreated: new incarnation")[0];
       assert.ok(line, "the new incarnation is logged");
-      assert.equal(line.old_incarnation, String(before.incarnation));
+      assert.equal(line.old_incarnation, incarnationHex(before.incarnation!));
     } finally {
       await w.close();
     }

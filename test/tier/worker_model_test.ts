@@ -715,12 +715,20 @@ async function settle(w: World): Promise<void> {
     for (const s of p.sealed.values()) {
       if (s.end > lastEnd) lastEnd = s.end;
       const rec = getSegment(state, 0n, s.start);
-      if (p.lost.has(s.start)) {
+      if (p.lost.has(s.start) && !wasCopied(rec)) {
         assert.ok(
           records.some((r) =>
             r.state === "LOST_BEFORE_UPLOAD" && r.start <= s.start && r.lostEndOffset! >= s.end
           ),
           `${label}: lost segment ${s.start} has no lost_before_upload record`,
+        );
+      } else if (p.lost.has(s.start)) {
+        // The broker dropped it before a verified copy, but a copy attempt had left a complete
+        // object: the cleanup adopted it instead of calling it lost. It must be this segment.
+        const obj = w.sim.objects.get(keysOf(w, p, s.start).log);
+        assert.ok(
+          rec!.state !== "COPY_SEGMENT_FINISHED" || (obj && bytesEqual(obj.bytes, s.log)),
+          `${label}: segment ${s.start} adopted without its bytes in the store`,
         );
       } else {
         assert.ok(

@@ -1,9 +1,10 @@
 // The dangling-cleanup phase: every failed or interrupted copy is cleaned before a fresh copy
 // of the segment may start (keys are deterministic, so cleanup must never race a newer copy).
 // It aborts the multipart upload the journal names and any other open one under the key, adopts
-// a complete object that matches the local segment, and otherwise deletes what is there.
+// a complete object that matches the local segment (or, the local files being gone, a complete
+// object at all: it may be the only copy), and otherwise deletes what is there.
 import { type ObjectStore, StoreError } from "../../../providers/types.ts";
-import type { ObjectFacts } from "../../layout/object_metadata.ts";
+import { fromUserMetadata, type ObjectFacts } from "../../layout/object_metadata.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { copyFinishedEvent } from "../../state/events.ts";
@@ -126,8 +127,10 @@ async function abortOpenUploads(
 
 /**
  * The facts of a complete object under the segment's keys that matches its local files, or
- * undefined when there is none to adopt (no local files to compare with, another generation,
- * nothing there, or an object describing other bytes).
+ * undefined when there is none to adopt (another generation, nothing there, or an object
+ * describing other bytes). With the local files gone, the object may be the only copy there is
+ * (a journal cut short after `copy_started`, its `copy_finished` and `evicted` lost): a complete
+ * one whose metadata holds together is adopted, as a rebuild from the bucket would.
  * @throws store faults and anything unexpected: an unverified copy is never deleted on a guess
  */
 async function adoptableCopy(
@@ -136,8 +139,10 @@ async function adoptableCopy(
   rec: SegmentRecord,
   input: CleanupInput,
 ): Promise<ObjectFacts | undefined> {
+  if (rec.generation !== ledger.state.generation) return undefined;
   const local = input.segments.find((s) => s.start === rec.start);
-  if (!local || !input.format || rec.generation !== ledger.state.generation) return undefined;
+  if (!local) return await onlyCopy(store, ledger.keys(rec.start, rec.generation));
+  if (!input.format) return undefined;
   const src = await segmentSource(local, input.format, ledger.keys(rec.start, rec.generation))
     .catch(() => undefined);
   if (!src) return undefined;
@@ -146,6 +151,36 @@ async function adoptableCopy(
     return src.meta;
   } catch (err) {
     if (err instanceof CopyMismatchError) return undefined;
+    if (err instanceof StoreError && err.kind === "NotFound") return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The facts of the segment's objects when they form a complete copy on their own: the `.log`'s
+ * metadata decodes and its size agrees, and the `.index` is there with the size it names.
+ */
+async function onlyCopy(
+  store: ObjectStore,
+  keys: { log: string; index: string },
+): Promise<ObjectFacts | undefined> {
+  const log = await headIfPresent(store, keys.log);
+  if (!log) return undefined;
+  let facts: ObjectFacts;
+  try {
+    facts = fromUserMetadata(keys.log, log.metadata);
+  } catch {
+    return undefined; // not a copy tierd finished: nothing to keep
+  }
+  if (log.size !== facts.size) return undefined;
+  const index = await headIfPresent(store, keys.index);
+  return index?.size === facts.indexSize ? facts : undefined;
+}
+
+async function headIfPresent(store: ObjectStore, key: string) {
+  try {
+    return await store.head(key);
+  } catch (err) {
     if (err instanceof StoreError && err.kind === "NotFound") return undefined;
     throw err;
   }

@@ -1,6 +1,6 @@
 // The total-retention phase: remote copies past `message_expiry`, or beyond the partition's
-// share of `max_topic_size`, are deleted oldest first — bounded per pass and per partition, and
-// never at or after the lowest stored consumer offset. A deletion already journaled finishes
+// share of `max_topic_size`, are deleted oldest first — bounded per pass and per partition, only
+// once deletable for `delete_grace`, and never at or after the lowest stored consumer offset. A deletion already journaled finishes
 // even when retention has since been turned off; nothing is deleted while the barrier is unknown.
 import type { TopicConfig } from "../../config/schema.ts";
 import { deletableUnder, readConsumerBarrier } from "../../partition/consumer_offsets.ts";
@@ -37,6 +37,14 @@ export interface RetentionInput {
   /** How many partitions share the topic's `max_topic_size`. */
   partitionsInTopic: number;
   budget: DeleteBudget;
+  /**
+   * When each copy (`"{generation}:{start}"`) was first found deletable, kept by the caller
+   * across passes: a copy is deleted only once it has stayed deletable for `delete_grace`. It
+   * lives in memory, so after a restart the grace starts again (a deletion comes later, never
+   * sooner); a copy that stops being deletable (a consumer moved back, retention changed, an
+   * unreadable offset file) starts its grace afresh.
+   */
+  deletableSince: Map<string, number>;
 }
 
 /** Applies total retention to the partition's remote copies. */
@@ -53,9 +61,13 @@ export async function retentionPhase(
   );
   const unlimited = !Number.isFinite(topic.message_expiry) &&
     !Number.isFinite(topic.max_topic_size);
-  if (unlimited && started.length === 0) return out;
+  if (unlimited && started.length === 0) {
+    input.deletableSince.clear();
+    return out;
+  }
   const barrier = await readConsumerBarrier(input.dir);
   if (barrier.bad.length > 0) {
+    input.deletableSince.clear();
     // Nothing is deleted, not even a deletion already started: the barrier is unknown.
     ctx.log.warn("unreadable consumer offset file: remote deletion paused", {
       files: barrier.bad,
@@ -89,7 +101,24 @@ export async function retentionPhase(
     (end) => deletableUnder(barrier, end),
     limit,
   );
-  const toDelete = [...resume, ...chosen.map((c) => ({ start: c.start, generation }))];
+  // A copy goes once it has been deletable for delete_grace; the others wait their turn.
+  const now = ctx.clock.now();
+  const since = new Map<string, number>();
+  const due = chosen.filter((c) => {
+    const key = `${generation}:${c.start}`;
+    const first = input.deletableSince.get(key) ?? now;
+    since.set(key, first);
+    return now - first >= cfg.delete_grace;
+  });
+  input.deletableSince.clear();
+  for (const [key, first] of since) input.deletableSince.set(key, first);
+  if (due.length < chosen.length) {
+    ctx.log.debug("remote copies deletable, waiting for delete_grace", {
+      waiting: chosen.length - due.length,
+      delete_grace_ms: cfg.delete_grace,
+    });
+  }
+  const toDelete = [...resume, ...due.map((c) => ({ start: c.start, generation }))];
   for (const r of toDelete) {
     if (budget.remaining <= 0 || stopping(ctx)) break;
     try {

@@ -1,7 +1,8 @@
 // The dangling-cleanup phase alone: a failed copy whose object in the store is complete and
-// matches is adopted; anything else under its keys is deleted and its uploads aborted; a store
-// fault leaves it DANGLING for the next pass.
+// matches is adopted (with the local files gone, any complete object is); anything else under
+// its keys is deleted and its uploads aborted; a store fault leaves it DANGLING for the next pass.
 import assert from "node:assert/strict";
+import { rm } from "node:fs/promises";
 import { decorateStore } from "../../../providers/decorate.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { getSegment } from "../../../src/state/segment_state.ts";
@@ -184,6 +185,42 @@ Deno.test("cleanup: a store fault leaves the segment DANGLING, its object in pla
     assert.deepEqual(next.errors, []);
     assert.equal(next.cleaned, 1);
     assert.equal(r.sim.objects.has(keys.log), false);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("cleanup: a DANGLING segment whose local files are gone keeps a complete copy (it may be the only one) and deletes anything less", async () => {
+  const r = await phaseRig();
+  try {
+    const [s0, s1, s2] = r.segments;
+    // s0: a journal cut short after copy_started, the copy done and the files evicted since.
+    // s1: a half-written object (no .index); s2: nothing in the store at all.
+    for (const s of [s0, s1, s2]) await recordDangling(r, s.startOffset, "copy interrupted");
+    await storeCopyOf(r, 0);
+    const k1 = r.ledger.keys(s1.startOffset);
+    await storeCopyOf(r, 1);
+    await r.sim.deleteMany([k1.index]);
+    const facts0 = await factsOf(s0);
+    for (const s of [s0, s1, s2]) {
+      await rm(s.logPath);
+      await rm(s.indexPath);
+    }
+    const out = await cleanupPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+    });
+    assert.deepEqual(out.errors, []);
+    assert.equal(out.adopted, 1);
+    assert.equal(out.cleaned, 2);
+    const rec = getSegment(r.ledger.state, 0n, s0.startOffset)!;
+    assert.equal(rec.state, "COPY_SEGMENT_FINISHED");
+    assert.deepEqual(rec.meta, facts0, "the facts the object's metadata carries");
+    assert.ok(r.sim.objects.has(r.ledger.keys(s0.startOffset).log), "the only copy is kept");
+    assert.equal(r.sim.objects.has(k1.log), false, "an object without its .index is no copy");
+    for (const s of [s1, s2]) {
+      assert.equal(getSegment(r.ledger.state, 0n, s.startOffset)?.state, "DELETE_SEGMENT_FINISHED");
+    }
   } finally {
     await r.cleanup();
   }

@@ -1,6 +1,7 @@
 // The total-retention phase alone: expired remote copies are deleted oldest first, never at or
-// after a consumer's stored offset, within the pass's shared budget; a journaled deletion is
-// finished; an unreadable offset file pauses everything; deleted segments lose their markers.
+// after a consumer's stored offset, within the pass's shared budget, once deletable for
+// delete_grace; a journaled deletion is finished; an unreadable offset file pauses everything;
+// deleted segments lose their markers.
 import assert from "node:assert/strict";
 import { access } from "node:fs/promises";
 import { decorateStore } from "../../../providers/decorate.ts";
@@ -51,6 +52,7 @@ async function expired(r: PhaseRig, budget = 300): Promise<RetentionInput> {
     topic: { ...r.topic, message_expiry: 1000 },
     partitionsInTopic: 1,
     budget: { remaining: budget },
+    deletableSince: new Map(),
   };
 }
 
@@ -209,6 +211,36 @@ Deno.test("retention: a deleted segment's marker and kept index copy are removed
     assert.equal(await exists(paths0.index), false);
     assert.ok(await exists(paths1.marker), "the kept segment keeps its marker");
     assert.ok(await exists(paths1.index));
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("retention: a copy is deleted only once it has been deletable for delete_grace; one that stops being deletable starts its grace again", async () => {
+  const { r, sealed } = await copiedRig();
+  try {
+    r.config.tiered_storage.delete_grace = 60_000;
+    const since = new Map<string, number>();
+    const pass = async () =>
+      await retentionPhase(r.ctx, r.ledger, { ...(await expired(r)), deletableSince: since });
+    const s0 = sealed[0].startOffset;
+    assert.equal((await pass()).remoteDeleted, 0, "just found deletable");
+    assert.equal(stateOf(r, s0)?.state, "COPY_SEGMENT_FINISHED", "nothing journaled either");
+    r.clock.advance(59_000);
+    assert.equal((await pass()).remoteDeleted, 0, "59 s later");
+    // A consumer moves back onto segment 0: no longer deletable; its grace is forgotten.
+    const offsets = await writeConsumerOffset(r.dir, { id: 1, offset: s0, format: r.format });
+    assert.equal((await pass()).remoteDeleted, 0);
+    await Deno.remove(offsets);
+    r.clock.advance(30_000);
+    assert.equal((await pass()).remoteDeleted, 0, "deletable again: the grace starts over");
+    r.clock.advance(59_999);
+    assert.equal((await pass()).remoteDeleted, 0);
+    r.clock.advance(1);
+    const out = await pass();
+    assert.deepEqual(out.errors, []);
+    assert.equal(out.remoteDeleted, sealed.length, "60 s deletable: every expired copy goes");
+    assert.equal(stateOf(r, s0)?.state, "DELETE_SEGMENT_FINISHED");
   } finally {
     await r.cleanup();
   }
