@@ -1,8 +1,7 @@
 // `tierd run [--once]`: the agent. `--once` runs one full pass and exits 0 only if it
 // completed every copy it attempted. Otherwise the agent serves its HTTP API (reads, metrics,
-// status page) and repeats passes, woken by a filesystem watch of the data directory and a
-// periodic scan that backs off while idle, until SIGTERM or SIGINT.
-import { watch } from "node:fs";
+// status page) and repeats passes, woken by a filesystem watch of the partitions it tiers
+// (`partition_watch.ts`) and a periodic scan that backs off while idle, until SIGTERM or SIGINT.
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
@@ -20,8 +19,12 @@ import { createReadContext } from "../read/context.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
+import { secretValues } from "../config/redact.ts";
+import type { Config } from "../config/schema.ts";
+import { foreignTextScrubber } from "../scrub.ts";
 import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
+import { PartitionWatch } from "./partition_watch.ts";
 
 const MIN_IDLE_MS = 100;
 
@@ -40,21 +43,28 @@ export async function runCommand(args: string[]): Promise<number> {
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
   const store = instrumentStore(opened.store, metrics);
+  // What the store or the broker answered is foreign text: scrubbed before it is printed.
+  const scrub = foreignTextScrubber(secretValues(config));
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {
-      console.error(`tierd: probe failed: ${opened.describe}: ${probe.reason}`);
+      console.error(`tierd: probe failed: ${opened.describe}: ${scrub(probe.reason)}`);
       return 1;
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
-    if (values.once) return await runOnce(ctx, store, opened.prefix);
+    if (values.once) return await runOnce(ctx, store, opened.prefix, scrub);
     return await runAgent(ctx, store, opened, registry, metrics);
   } finally {
     await opened.store.close?.();
   }
 }
 
-async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
+async function runOnce(
+  ctx: CommandContext,
+  store: ObjectStore,
+  prefix: string,
+  scrub: (text: string) => string,
+): Promise<number> {
   const worker = new TierWorker({
     config: ctx.config,
     store,
@@ -80,7 +90,9 @@ async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string):
     });
     if (report.errors.length > 0) {
       console.error(
-        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${
+          scrub(report.errors[0])
+        }`,
       );
       return 1;
     }
@@ -147,6 +159,7 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
+    evictionBlocks: () => worker.evictionBlocks(),
   });
   const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
   logger.info("http api listening", {
@@ -155,7 +168,7 @@ async function runAgent(
     }:${server.port}/`,
   });
   try {
-    await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
+    await loop(worker, config, {
       signal: stop.signal,
       clock,
       logger,
@@ -175,23 +188,23 @@ async function runAgent(
 
 async function loop(
   worker: TierWorker,
-  dataDir: string,
-  maxIdleMs: number,
+  config: Config,
   opts: { signal: AbortSignal; clock: Clock; logger: Logger; onFirstPass: () => void },
 ): Promise<void> {
+  const maxIdleMs = config.tiered_storage.upload_loop_backoff_max;
   let wake: (() => void) | undefined;
   let dirty = false; // a change arrived while a pass was running
   let idleMs = MIN_IDLE_MS;
   let first = true;
-  let watcher: ReturnType<typeof watch> | undefined;
-  try {
-    watcher = watch(dataDir, { recursive: true }, () => {
+  const watch = new PartitionWatch(
+    config.agent.data_dir,
+    config.topic.filter((t) => t.tiered_storage),
+    () => {
       dirty = true;
       wake?.();
-    });
-  } catch (err) {
-    opts.logger.warn("filesystem watch unavailable; relying on the periodic scan", { err });
-  }
+    },
+    { logger: opts.logger },
+  );
   opts.signal.addEventListener("abort", () => wake?.());
   const waitFor = async (ms: number) => {
     await new Promise<void>((resolve) => {
@@ -221,6 +234,8 @@ async function loop(
         first = false;
         opts.onFirstPass();
       }
+      // The partitions the pass found are what is watched until the next one.
+      await watch.arm(worker.partitions.map((p) => p.dir));
       const busy = report.copied + report.adopted + report.cleaned + report.failed +
           report.evicted + report.remoteDeleted > 0;
       if (busy) {
@@ -249,6 +264,6 @@ async function loop(
       await waitFor(idleMs);
     }
   } finally {
-    watcher?.close();
+    watch.close();
   }
 }

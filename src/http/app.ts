@@ -44,6 +44,8 @@ export interface AppOptions {
   admin?: AdminOperations;
   /** Where the store is, for the status page (never with credentials). */
   storeDescription?: string;
+  /** Why each partition's eviction waits, by `"{s}/{t}/{p}"` (the worker's), for the page. */
+  evictionBlocks?: () => ReadonlyMap<string, { text: string }>;
   /** Process start, ms since the epoch. @default when the app was created */
   startedAt?: number;
   /** @default read.logger */
@@ -207,6 +209,10 @@ export function createApp(o: AppOptions): Hono {
       store: o.storeDescription ?? `${o.read.store.kind} store`,
       uptimeSeconds: (clock.now() - startedAt) / 1000,
       ready: o.ready(),
+      evictionBlocked: [...(o.evictionBlocks?.() ?? [])].map(([partition, b]) => ({
+        partition,
+        text: b.text,
+      })),
     }));
   });
 
