@@ -3,7 +3,11 @@
 // before the transport wraps those errors as `cause`s.
 import type { FetchFn } from "./http.ts";
 
-const MIN_SECRET = 4;
+/**
+ * Shorter secrets are not scrubbed: they are not distinctive, and replacing them would blot out
+ * keys and paths in the same message (the rule of src/scrub.ts, `MIN_SCRUB_LENGTH`).
+ */
+const MIN_SECRET = 8;
 
 /**
  * A function that replaces every secret (and SAS/URL `sig=` values) in a text with

@@ -1,7 +1,11 @@
-// Structured log lines (one JSON object per line on stderr), with secrets scrubbed from
-// every line before it is written: a secret must never reach a log, whatever the caller passes.
+// Structured log lines (one JSON object per line on stderr). Secrets are kept out of messages
+// and fields where they are written; the only text scrubbed here is foreign text — the message
+// and detail of an Error in a line's fields, which is how store and broker answers reach a log —
+// and only for secrets long enough to be distinctive (`scrub.ts`). The rest of a line (object
+// keys, the prefix, paths) is written as it is, so a short password never blots it out.
 
 import { type Clock, systemClock } from "../providers/clock.ts";
+import { foreignTextScrubber, type Scrub, scrubDeep } from "./scrub.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -19,7 +23,10 @@ export interface Logger {
 
 export interface LoggerOptions {
   level?: LogLevel;
-  /** Values replaced by `***` wherever they appear in a line. */
+  /**
+   * Secret values replaced by `***` in the message and detail of every Error in a line's fields
+   * (foreign text); values shorter than `MIN_SCRUB_LENGTH` are not scrubbed.
+   */
   secrets?: string[];
   /** Where lines go. @default stderr */
   write?: (line: string) => void;
@@ -27,31 +34,34 @@ export interface LoggerOptions {
   clock?: Clock;
 }
 
-function jsonValue(_key: string, value: unknown): unknown {
-  if (typeof value === "bigint") return value.toString();
-  if (value instanceof Error) {
-    const detail = (value as { detail?: unknown }).detail;
-    return { name: value.name, message: value.message, ...(detail ? { detail } : {}) };
-  }
-  return value;
+/** A JSON replacer: bigints as decimal text, Errors as name, scrubbed message and detail. */
+function jsonValue(scrub: Scrub): (key: string, value: unknown) => unknown {
+  return (_key, value) => {
+    if (typeof value === "bigint") return value.toString();
+    if (value instanceof Error) {
+      const detail = (value as { detail?: unknown }).detail;
+      return {
+        name: value.name,
+        message: scrub(value.message),
+        ...(detail ? { detail: scrubDeep(detail, scrub) } : {}),
+      };
+    }
+    return value;
+  };
 }
 
 /** Creates a logger; see {@link LoggerOptions}. */
 export function createLogger(options: LoggerOptions = {}, base: LogFields = {}): Logger {
   const min = ORDER[options.level ?? "info"];
-  // Match each secret both raw and as it appears inside a JSON string (escaped quotes etc.).
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4)
-    .flatMap((s) => [JSON.stringify(s).slice(1, -1), s]);
+  const replacer = jsonValue(foreignTextScrubber(options.secrets ?? []));
   const write = options.write ?? ((line: string) => void process.stderr.write(line + "\n"));
   const clock = options.clock ?? systemClock;
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
-    let line = JSON.stringify(
+    write(JSON.stringify(
       { ts: new Date(clock.now()).toISOString(), level, msg, ...base, ...fields },
-      jsonValue,
-    );
-    for (const s of secrets) line = line.split(s).join("***");
-    write(line);
+      replacer,
+    ));
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -21,6 +21,9 @@ data_dir = "${o.dir}/broker"
 state_dir = "${o.dir}/state"
 seal_quiescence = "0 s"
 format = "${o.format ?? "auto"}"
+# No broker runs beside a test's generated directory: unlink as beside a stopped one ("auto"
+# would look for a running broker first; the tests of that set it themselves).
+evict_via = "unlink"
 log_level = "error"
 
 [tiered_storage]

@@ -1,8 +1,7 @@
 // `tierd run [--once]`: the agent. `--once` runs one full pass and exits 0 only if it
 // completed every copy it attempted. Otherwise the agent serves its HTTP API (reads, metrics,
-// status page) and repeats passes, woken by a filesystem watch of the data directory and a
-// periodic scan that backs off while idle, until SIGTERM or SIGINT.
-import { watch } from "node:fs";
+// status page) and repeats passes, woken by a filesystem watch of the partitions it tiers
+// (`partition_watch.ts`) and a periodic scan that backs off while idle, until SIGTERM or SIGINT.
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
@@ -21,8 +20,12 @@ import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
+import { secretValues } from "../config/redact.ts";
+import type { Config } from "../config/schema.ts";
+import { foreignTextScrubber } from "../scrub.ts";
 import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
+import { PartitionWatch } from "./partition_watch.ts";
 
 const MIN_IDLE_MS = 100;
 
@@ -41,21 +44,28 @@ export async function runCommand(args: string[]): Promise<number> {
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
   const store = instrumentStore(opened.store, metrics);
+  // What the store or the broker answered is foreign text: scrubbed before it is printed.
+  const scrub = foreignTextScrubber(secretValues(config));
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {
-      console.error(`tierd: probe failed: ${opened.describe}: ${probe.reason}`);
+      console.error(`tierd: probe failed: ${opened.describe}: ${scrub(probe.reason)}`);
       return 1;
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
-    if (values.once) return await runOnce(ctx, store, opened.prefix);
+    if (values.once) return await runOnce(ctx, store, opened.prefix, scrub);
     return await runAgent(ctx, store, opened, registry, metrics);
   } finally {
     await opened.store.close?.();
   }
 }
 
-async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
+async function runOnce(
+  ctx: CommandContext,
+  store: ObjectStore,
+  prefix: string,
+  scrub: (text: string) => string,
+): Promise<number> {
   const worker = new TierWorker({
     config: ctx.config,
     store,
@@ -81,7 +91,9 @@ async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string):
     });
     if (report.errors.length > 0) {
       console.error(
-        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${
+          scrub(report.errors[0])
+        }`,
       );
       return 1;
     }
@@ -153,6 +165,7 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
+    evictionBlocks: () => worker.evictionBlocks(),
   });
   const server = await serve(app, {
     ...listenOptions(config.agent.listen),
@@ -169,7 +182,7 @@ async function runAgent(
     }:${server.port}/`,
   });
   try {
-    await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
+    await loop(worker, config, {
       signal: stop.signal,
       clock,
       logger,
@@ -189,35 +202,23 @@ async function runAgent(
 
 async function loop(
   worker: TierWorker,
-  dataDir: string,
-  maxIdleMs: number,
+  config: Config,
   opts: { signal: AbortSignal; clock: Clock; logger: Logger; onFirstPass: () => void },
 ): Promise<void> {
+  const maxIdleMs = config.tiered_storage.upload_loop_backoff_max;
   let wake: (() => void) | undefined;
   let dirty = false; // a change arrived while a pass was running
   let idleMs = MIN_IDLE_MS;
   let first = true;
-  let watcher: ReturnType<typeof watch> | undefined;
-  // No watch (a data dir that does not exist yet, as on a host restored without --with-data
-  // before its broker made it; or no inotify) is no reason to stop: the periodic scan goes on.
-  // Deno reports a watch that cannot start as an error event, not a throw.
-  const unwatched = (err: unknown) =>
-    opts.logger.warn("filesystem watch unavailable; relying on the periodic scan", {
-      data_dir: dataDir,
-      err,
-    });
-  try {
-    watcher = watch(dataDir, { recursive: true }, () => {
+  const watch = new PartitionWatch(
+    config.agent.data_dir,
+    config.topic.filter((t) => t.tiered_storage),
+    () => {
       dirty = true;
       wake?.();
-    });
-    watcher.on("error", (err) => {
-      unwatched(err);
-      watcher?.close();
-    });
-  } catch (err) {
-    unwatched(err);
-  }
+    },
+    { logger: opts.logger },
+  );
   opts.signal.addEventListener("abort", () => wake?.());
   const waitFor = async (ms: number) => {
     await new Promise<void>((resolve) => {
@@ -247,6 +248,8 @@ async function loop(
         first = false;
         opts.onFirstPass();
       }
+      // The partitions the pass found are what is watched until the next one.
+      await watch.arm(worker.partitions.map((p) => p.dir));
       const busy = report.copied + report.adopted + report.cleaned + report.failed +
           report.evicted + report.remoteDeleted > 0;
       if (busy) {
@@ -275,6 +278,6 @@ async function loop(
       await waitFor(idleMs);
     }
   } finally {
-    watcher?.close();
+    watch.close();
   }
 }

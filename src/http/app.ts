@@ -45,6 +45,8 @@ export interface AppOptions {
   admin?: AdminOperations;
   /** Where the store is, for the status page (never with credentials). */
   storeDescription?: string;
+  /** Why each partition's eviction waits, by `"{s}/{t}/{p}"` (the worker's), for the page. */
+  evictionBlocks?: () => ReadonlyMap<string, { text: string }>;
   /** Process start, ms since the epoch. @default when the app was created */
   startedAt?: number;
   /** @default read.logger */
@@ -218,9 +220,8 @@ export function createApp(o: AppOptions): Hono {
     // it gets readahead without any header. A given `x-tierd-reader` names it instead.
     const label = `${ids.stream}/${ids.topic}/${ids.partition}`;
     const hinted = readerId(c.req.header("x-tierd-reader"));
-    const reader = hinted ?? (start.offset !== undefined
-      ? continuity.readerFor(label, start.offset)
-      : undefined);
+    const reader = hinted ??
+      (start.offset !== undefined ? continuity.readerFor(label, start.offset) : undefined);
     let r;
     try {
       r = await readRecords(o.read, { partition: ids, ...start, maxBytes, readerId: reader });
@@ -259,6 +260,10 @@ export function createApp(o: AppOptions): Hono {
       store: o.storeDescription ?? `${o.read.store.kind} store`,
       uptimeSeconds: (clock.now() - startedAt) / 1000,
       ready: o.ready(),
+      evictionBlocked: [...(o.evictionBlocks?.() ?? [])].map(([partition, b]) => ({
+        partition,
+        text: b.text,
+      })),
     }));
   });
 

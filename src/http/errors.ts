@@ -59,7 +59,8 @@ export function toApiError(err: unknown): ApiError {
       ? 416
       : err instanceof OffsetPastEnd || err.code === "unknown_partition"
       ? 404
-      : err instanceof StoreUnavailable || err instanceof FetchTimeout || err instanceof CacheFull ||
+      : err instanceof StoreUnavailable || err instanceof FetchTimeout ||
+          err instanceof CacheFull ||
           err instanceof ReadBudgetExceeded
       ? 503
       : err.code === "store_failed" || (err instanceof SegmentCorrupt && err.where === "remote")

@@ -1,5 +1,6 @@
 // The status page (`GET /`): one self-contained HTML document — no scripts, no external assets —
-// listing each tiered partition with its floor and where its segments are.
+// listing each tiered partition with its floor and where its segments are, and why eviction
+// waits where it does.
 import { incarnationHex } from "../layout/partition.ts";
 import type { PartitionSummary } from "../read/partitions.ts";
 import { VERSION } from "../version.ts";
@@ -9,6 +10,8 @@ export interface StatusInfo {
   store: string;
   uptimeSeconds: number;
   ready: boolean;
+  /** Partitions whose eviction waits: `"{s}/{t}/{p}"` and the reason in one line. */
+  evictionBlocked?: readonly { partition: string; text: string }[];
 }
 
 function escapeHtml(text: string): string {
@@ -93,7 +96,15 @@ ${
       ? "<p>No tiered partitions found.</p>"
       : `<table>\n<tr>${head}</tr>\n${rows.join("\n")}\n</table>`
   }
-<p><a href="/metrics">metrics</a> · <a href="/v1/partitions">partitions (JSON)</a></p>
+${
+    (info.evictionBlocked ?? []).length === 0
+      ? ""
+      : `<h2>Eviction waiting</h2>\n<ul>\n${
+        info.evictionBlocked!.map((b) =>
+          `<li class="bad">${escapeHtml(b.partition)}: ${escapeHtml(b.text)}</li>`
+        ).join("\n")
+      }\n</ul>\n`
+  }<p><a href="/metrics">metrics</a> · <a href="/v1/partitions">partitions (JSON)</a></p>
 </body>
 </html>
 `;

@@ -1,10 +1,13 @@
 // Adapts what the tier worker and the chunk cache report to tierd's Prometheus metrics.
 import type { CacheStats } from "../cache/stats.ts";
+import type { PartitionId } from "../layout/partition.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import type { TierdMetrics } from "./tierd.ts";
 
 /** A {@link TierObserver} that counts into `m`. */
 export function tierObserver(m: TierdMetrics): TierObserver {
+  // The gauge holds one series per blocked partition: rebuilt from this map on each change.
+  const blocked = new Map<string, { labels: PartitionId; reason: string }>();
   return {
     upload(outcome, seconds, bytes) {
       m.uploads.inc({ outcome });
@@ -22,6 +25,16 @@ export function tierObserver(m: TierdMetrics): TierObserver {
     stateDamaged: () => m.journalsDamaged.inc(),
     stateRebuilt: () => m.stateRebuilds.inc(),
     remoteObjectsMissing: (n) => m.remoteObjectsMissing.inc(undefined, n),
+    evictionBlocked(id, reason) {
+      const key = `${id.stream}/${id.topic}/${id.partition}`;
+      if (reason === undefined) blocked.delete(key);
+      else blocked.set(key, { labels: id, reason });
+      m.evictionBlocked.reset();
+      for (const b of blocked.values()) {
+        const { stream, topic, partition } = b.labels;
+        m.evictionBlocked.set({ stream, topic, partition, reason: b.reason }, 1);
+      }
+    },
   };
 }
 

@@ -51,6 +51,11 @@ export interface TierdMetrics {
   segmentsLostBeforeUpload: Counter;
   /** `tierd_evictions_total`: local segments evicted after a verified copy. */
   evictions: Counter;
+  /**
+   * `tierd_eviction_blocked{stream,topic,partition,reason}`: 1 while the partition's eviction
+   * waits (`consumer_offset`, `broker_kept`, `broker_running`); no series when it does not.
+   */
+  evictionBlocked: Gauge<PartitionLabels | "reason">;
   /** `tierd_remote_deletes_total`: remote segments deleted (retention and dangling cleanup). */
   remoteDeletes: Counter;
   /** `tierd_remote_objects_missing_total`: objects the journal says exist but a GET did not find. */
@@ -165,6 +170,13 @@ export function createTierdMetrics(
       "Segments the broker's retention deleted before tierd copied them.",
     ),
     evictions: registry.counter("tierd_evictions_total", "Local segments evicted."),
+    evictionBlocked: registry.gauge(
+      "tierd_eviction_blocked",
+      "1 while a partition's eviction waits, labelled with why (consumer_offset: a consumer " +
+        "has not stored an offset past the segment; broker_kept: the broker kept what it was " +
+        "asked to delete; broker_running: unlink would act beside a running broker).",
+      [...part, "reason"],
+    ),
     remoteDeletes: registry.counter("tierd_remote_deletes_total", "Remote segments deleted."),
     remoteObjectsMissing: registry.counter(
       "tierd_remote_objects_missing_total",

@@ -1,8 +1,14 @@
 // The two routes of Iggy's HTTP API that `evict_via = "broker"` uses (docs/architecture.md,
 // "The broker contract"): log in (password or personal access token) and DeleteSegments, which
 // drops the N oldest sealed segments of a partition so the broker's own view stays true.
+// Its errors quote what the broker answered (foreign text, scrubbed of the client's own
+// credentials when they are long enough to be distinctive) and never the credentials it sent.
 import type { BrokerConfig } from "../config/schema.ts";
 import type { PartitionId } from "../layout/partition.ts";
+import { foreignTextScrubber, type Scrub } from "../scrub.ts";
+
+/** How much of a broker's error answer an error message quotes. */
+const ANSWER_EXCERPT = 200;
 
 /** The broker refused or failed a request; the message never carries credentials. */
 export class BrokerError extends Error {
@@ -18,12 +24,36 @@ type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 export class BrokerClient {
   #cfg: BrokerConfig;
   #fetch: Fetch;
+  #scrub: Scrub;
   /** The current token, or the one login in flight (partitions share it). */
   #token?: Promise<string>;
 
   constructor(cfg: BrokerConfig, fetchFn: Fetch = fetch) {
     this.#cfg = cfg;
     this.#fetch = fetchFn;
+    this.#scrub = foreignTextScrubber([cfg.password, cfg.personal_access_token]);
+  }
+
+  /** The broker's URL for messages: without any user info it may carry. */
+  get where(): string {
+    return withoutUserInfo(this.#cfg.http_url);
+  }
+
+  /** A network failure, its text scrubbed (it may name the URL). */
+  #unreachable(err: unknown): BrokerError {
+    return new BrokerError(
+      `broker ${this.where} unreachable: ${this.#scrub(withoutUserInfo((err as Error).message))}`,
+    );
+  }
+
+  /**
+   * `: {what the broker said}` for an error message, or "" for an empty answer; scrubbed of the
+   * credentials and of `token` (the JWT the request carried).
+   */
+  #answer(text: string, token?: string): string {
+    const said = describeAnswer(text);
+    if (said === "") return "";
+    return `: ${foreignTextScrubber(token ? [token] : [])(this.#scrub(said))}`;
   }
 
   #url(path: string): string {
@@ -43,11 +73,14 @@ export class BrokerClient {
         body: JSON.stringify(body),
       });
     } catch (err) {
-      throw new BrokerError(`broker ${this.#cfg.http_url} unreachable: ${(err as Error).message}`);
+      throw this.#unreachable(err);
     }
     const text = await res.text();
     if (!res.ok) {
-      throw new BrokerError(`broker login at ${path} refused with HTTP ${res.status}`, res.status);
+      throw new BrokerError(
+        `broker login at ${path} refused with HTTP ${res.status}${this.#answer(text)}`,
+        res.status,
+      );
     }
     let token: unknown;
     try {
@@ -85,12 +118,10 @@ export class BrokerClient {
           headers: { authorization: `Bearer ${token}` },
         });
       } catch (err) {
-        throw new BrokerError(
-          `broker ${this.#cfg.http_url} unreachable: ${(err as Error).message}`,
-        );
+        throw this.#unreachable(err);
       }
-      await res.body?.cancel();
       if (res.status === 401 && attempt === 0) {
+        await res.body?.cancel();
         // Expired (a broker restart changes the JWT): log in once more — once for every
         // partition that met the same stale token.
         if (this.#token === pending) this.#token = undefined;
@@ -98,11 +129,36 @@ export class BrokerClient {
       }
       if (!res.ok) {
         throw new BrokerError(
-          `broker DeleteSegments ${path} failed with HTTP ${res.status}`,
+          `broker DeleteSegments ${path} failed with HTTP ${res.status}` +
+            this.#answer(await res.text().catch(() => ""), token),
           res.status,
         );
       }
+      await res.body?.cancel();
       return;
     }
   }
+}
+
+/** `url` with any `user:password@` taken out (text that is not a URL is searched too). */
+function withoutUserInfo(text: string): string {
+  return text.replace(/(\bhttps?:\/\/)[^\s/@]*@/gi, "$1");
+}
+
+/**
+ * What an error answer says, in one line: Iggy's `{"code","reason"}` JSON as `code: reason`,
+ * other text cut to {@link ANSWER_EXCERPT} characters.
+ */
+function describeAnswer(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === "") return "";
+  try {
+    const json = JSON.parse(trimmed) as { code?: unknown; reason?: unknown };
+    const parts = [json.code, json.reason].filter((v) => typeof v === "string" && v !== "");
+    if (parts.length > 0) return parts.join(": ").slice(0, ANSWER_EXCERPT);
+  } catch {
+    // not JSON: quoted as text
+  }
+  const line = trimmed.replace(/\s+/g, " ");
+  return line.length > ANSWER_EXCERPT ? `${line.slice(0, ANSWER_EXCERPT)}…` : line;
 }

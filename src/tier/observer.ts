@@ -1,4 +1,6 @@
 // What the tier worker reports as it works, for metrics and tests. Every hook is optional.
+import type { PartitionId } from "../layout/partition.ts";
+import type { EvictionBlockReason } from "./eviction_gate.ts";
 
 /** Hooks the tier worker calls; the metrics layer implements them. */
 export interface TierObserver {
@@ -16,4 +18,9 @@ export interface TierObserver {
   stateRebuilt?(partition: string, segments: number): void;
   /** Copies the journal or a marker says exist were not found in the store. */
   remoteObjectsMissing?(count: number): void;
+  /**
+   * A partition's eviction started waiting for `reason`, or (`undefined`) no longer waits; called
+   * when the reason changes, and once with `undefined` when the partition is closed.
+   */
+  evictionBlocked?(partition: PartitionId, reason: EvictionBlockReason | undefined): void;
 }

@@ -11,6 +11,7 @@ import type { SegmentFiles } from "../partition/segments.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { type BootOutcome, reconcileAtBoot } from "./boot.ts";
 import { damageOf, type LocalDamage } from "./damage.ts";
+import { type EvictionBlock, EvictionGate } from "./eviction_gate.ts";
 import type { Evictor } from "./evictor.ts";
 import { type KeySpace, PartitionLedger, setJournalAside } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext, type Problems } from "./phase.ts";
@@ -40,6 +41,8 @@ export interface PartitionPassReport extends Problems {
   floor: bigint;
   /** Holes between consecutive local segments (reported, never hidden). */
   gaps: ChainGap[];
+  /** Why eviction waits after this pass, if it does. */
+  evictionBlocked?: EvictionBlock;
 }
 
 /** What opening a partition found: boot reconciliation, and damage or a torn tail before it. */
@@ -66,6 +69,7 @@ export class PartitionTier {
   readonly boot: OpenOutcome;
   readonly #ctx: PhaseContext;
   readonly #evictor: Evictor;
+  readonly #gate: EvictionGate;
   readonly #reportedGaps = new Set<string>();
   /** When each remote copy was first found deletable (the retention phase's delete_grace). */
   readonly #deletableSince = new Map<string, number>();
@@ -83,6 +87,12 @@ export class PartitionTier {
     this.ledger = ledger;
     this.dir = part.dir;
     this.#evictor = evictor;
+    this.#gate = new EvictionGate(
+      ledger.id,
+      ctx.log,
+      ctx.clock,
+      (id, reason) => ctx.observer.evictionBlocked?.(id, reason),
+    );
     this.boot = boot;
   }
 
@@ -158,6 +168,11 @@ export class PartitionTier {
     return this.#lastPass;
   }
 
+  /** Why this partition's eviction waits, if it does. */
+  get evictionBlock(): EvictionBlock | undefined {
+    return this.#gate.block;
+  }
+
   /** The partition's detected (or configured) segment format, once known. */
   get format(): FormatName | undefined {
     return this.#format;
@@ -185,6 +200,7 @@ export class PartitionTier {
       format,
       topic,
       evictor: this.#evictor,
+      gate: this.#gate,
     });
     const after = await listLocal(ctx, this.dir);
     const retention = await retentionPhase(ctx, ledger, {
@@ -210,6 +226,7 @@ export class PartitionTier {
       pressured: evict.pressured,
       floor: ledger.state.floor,
       gaps: uniqueGaps(copied.flatMap((c) => c.gaps)),
+      ...(this.#gate.block ? { evictionBlocked: this.#gate.block } : {}),
       errors: phases.flatMap((p) => p.errors),
       storeUnreachable: phases.some((p) => p.storeUnreachable),
     };
@@ -243,8 +260,9 @@ export class PartitionTier {
     return this.ledger.compact(this.#ctx.clock.now());
   }
 
-  /** Closes the journal. */
+  /** Closes the journal (and withdraws the partition's eviction block from the metrics). */
   close(): Promise<void> {
+    this.#gate.forget();
     return this.ledger.close();
   }
 }

@@ -17,7 +17,9 @@ import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionState } from "../state/segment_state.ts";
 import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
 import { BrokerClient } from "./broker_client.ts";
-import { BrokerEvictor, type Evictor, UnlinkEvictor } from "./evictor.ts";
+import { brokerHttpUrl, BrokerPresence, type BrokerWatch } from "./broker_presence.ts";
+import type { EvictionBlock } from "./eviction_gate.ts";
+import { BrokerEvictor, type Evictor, GuardedUnlinkEvictor, UnlinkEvictor } from "./evictor.ts";
 import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
@@ -57,6 +59,11 @@ export interface TierEnv {
   observer?: TierObserver;
   /** Used when `evict_via` resolves to `broker`. @default a client of `[agent.broker]` */
   broker?: BrokerClient;
+  /**
+   * Whether a broker runs beside the data directory, for `evict_via = "auto"` without
+   * `[agent.broker]`. @default a {@link BrokerPresence} of `agent.data_dir` on the clock
+   */
+  brokerWatch?: BrokerWatch;
   /** Retry randomness (tests pass a seeded one). @default Math.random */
   rng?: () => number;
   /** Multipart part buffers shared by all partitions. @default part_size × (concurrency + 1) */
@@ -82,6 +89,8 @@ export class TierWorker {
   /** Background jobs (manifests, verify pass, sweeps), run between passes. */
   readonly housekeeper: Housekeeper;
   #running?: Promise<PassReport>;
+  /** The eviction route was said (at the first pass). */
+  #announced = false;
   /** Passes, housekeeping runs and compactions run one at a time, in order. */
   #serial: Promise<unknown> = Promise.resolve();
 
@@ -116,11 +125,7 @@ export class TierWorker {
       // part_size × (upload_concurrency + 1) however many partitions upload at once.
       partPool: env.partPool ?? new PartBufferPool(ts.part_size, ts.upload_concurrency + 1),
     };
-    const broker = env.broker ??
-      (resolveEvictVia(env.config) === "broker"
-        ? new BrokerClient(env.config.agent.broker)
-        : undefined);
-    this.#evictor = broker ? new BrokerEvictor(broker) : new UnlinkEvictor();
+    this.#evictor = chooseEvictor(env, clock);
     this.housekeeper = new Housekeeper({
       config: env.config,
       store,
@@ -136,6 +141,16 @@ export class TierWorker {
   /** The partitions found by the last pass. */
   get partitions(): PartitionTier[] {
     return [...this.#partitions.values()];
+  }
+
+  /** Why each partition's eviction waits, by label (`"{s}/{t}/{p}"`), for the status page. */
+  evictionBlocks(): Map<string, EvictionBlock> {
+    const out = new Map<string, EvictionBlock>();
+    for (const p of this.#partitions.values()) {
+      const block = p.evictionBlock;
+      if (block) out.set(p.label, block);
+    }
+    return out;
   }
 
   /**
@@ -251,6 +266,11 @@ export class TierWorker {
   }
 
   async #pass(): Promise<PassReport> {
+    if (!this.#announced) {
+      this.#announced = true;
+      const line = await describeEviction(this.#config, this.#evictor);
+      if (line) this.#logger.info(line.msg, line.fields);
+    }
     const { partitions, failed } = await this.#discover();
     // Pressured partitions first, then those with the most waiting work.
     partitions.sort((a, b) =>
@@ -362,6 +382,52 @@ export class TierWorker {
     for (const p of this.#partitions.values()) await p.close();
     this.#partitions.clear();
   }
+}
+
+/** The evictor `evict_via` asks for (see `resolveEvictVia`; `auto` unlinks only when safe). */
+function chooseEvictor(env: TierEnv, clock: Clock): Evictor {
+  const { config } = env;
+  if (env.broker || resolveEvictVia(config) === "broker") {
+    return new BrokerEvictor(env.broker ?? new BrokerClient(config.agent.broker));
+  }
+  if (config.agent.evict_via === "unlink") return new UnlinkEvictor();
+  return new GuardedUnlinkEvictor(
+    env.brokerWatch ?? new BrokerPresence({ dataDir: config.agent.data_dir, clock }),
+  );
+}
+
+/** The line said once at start about how segments leave the broker (none without eviction). */
+async function describeEviction(
+  config: Config,
+  evictor: Evictor,
+): Promise<{ msg: string; fields: Record<string, unknown> } | undefined> {
+  const evicts = config.topic.some((t) =>
+    t.tiered_storage && (Number.isFinite(t.local_retention_size) ||
+      Number.isFinite(t.local_retention_age))
+  );
+  if (!evicts) return undefined;
+  if (evictor instanceof BrokerEvictor) {
+    return {
+      msg: "evicted segments leave through the broker's DeleteSegments",
+      fields: { evict_via: config.agent.evict_via, broker: evictor.client.where },
+    };
+  }
+  if (evictor instanceof GuardedUnlinkEvictor) {
+    return {
+      msg: "evict_via = auto without [agent.broker]: tierd unlinks evicted segments itself, " +
+        "only while no broker runs beside the data directory (it waits while one does)",
+      fields: {
+        evict_via: "auto",
+        data_dir: config.agent.data_dir,
+        checks: `${await brokerHttpUrl(config.agent.data_dir)}/ping and files held open`,
+      },
+    };
+  }
+  return {
+    msg: "evict_via = unlink: tierd unlinks evicted segments itself, which is only safe while " +
+      "the broker is stopped",
+    fields: { evict_via: "unlink", data_dir: config.agent.data_dir },
+  };
 }
 
 function topicKey(id: PartitionId): string {

@@ -111,6 +111,8 @@ export interface RecordedObserver extends TierObserver {
   remoteDeletedCount: number;
   quarantined: { path: string; reason: string }[];
   tornTails: string[];
+  /** Every `evictionBlocked` call, in order. */
+  blocked: { partition: string; reason: string | undefined }[];
 }
 
 /** An observer that records every hook call. */
@@ -121,11 +123,14 @@ export function recordingObserver(): RecordedObserver {
     remoteDeletedCount: 0,
     quarantined: [],
     tornTails: [],
+    blocked: [],
     lostBeforeUpload: (n) => void (o.lost += n),
     evicted: (n) => void (o.evictedCount += n),
     remoteDeleted: (n) => void (o.remoteDeletedCount += n),
     markerQuarantined: (path, reason) => void o.quarantined.push({ path, reason }),
     journalTornTail: (path) => void o.tornTails.push(path),
+    evictionBlocked: (id, reason) =>
+      void o.blocked.push({ partition: `${id.stream}/${id.topic}/${id.partition}`, reason }),
   };
   return o;
 }

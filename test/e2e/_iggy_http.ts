@@ -227,6 +227,24 @@ export class IggyHttp {
     }));
   }
 
+  /**
+   * `PUT /streams/{s}/topics/{t}/consumer-offsets`: stores `offset` as consumer `consumerId`'s
+   * offset in `partition` (the broker keeps every segment that ends after the lowest one).
+   */
+  async storeOffset(
+    stream: number,
+    topic: number,
+    partition: number,
+    consumerId: number,
+    offset: bigint,
+  ): Promise<void> {
+    await this.#call("PUT", `/streams/${stream}/topics/${topic}/consumer-offsets`, {
+      consumer_id: String(consumerId),
+      partition_id: partition,
+      offset: Number(offset),
+    });
+  }
+
   /** `GET /streams/{s}/topics/{t}`: the topic's and its partitions' stats. */
   async topic(stream: number, topic: number): Promise<IggyTopicDetails> {
     const body = await this.#call("GET", `/streams/${stream}/topics/${topic}`) as RawTopic;

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics, observePartitions } from "../../src/metrics/tierd.ts";
+import { tierObserver } from "../../src/metrics/observers.ts";
 import { parseExposition, sampleValue } from "./_exposition.ts";
 
 Deno.test("counters, gauges and histograms render with their values", () => {
@@ -117,4 +118,30 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
   );
   assert.equal(sampleValue(f, "tierd_dangling_remote_log_count", { stream: "1", topic: "2" }), 1);
   assert.equal(sampleValue(f, "tierd_upload_duration_seconds_count"), 0);
+});
+
+Deno.test("tierd_eviction_blocked has one series per waiting partition, labelled with why", () => {
+  const r = new Registry();
+  const m = createTierdMetrics(r);
+  const o = tierObserver(m);
+  const p = (partition: number) => ({ stream: 1, topic: 2, partition });
+  const sample = (partition: number, reason: string) =>
+    sampleValue(parseExposition(r.render()), "tierd_eviction_blocked", {
+      stream: "1",
+      topic: "2",
+      partition: String(partition),
+      reason,
+    });
+  assert.ok(parseExposition(r.render()).has("tierd_eviction_blocked"));
+  o.evictionBlocked!(p(0), "consumer_offset");
+  o.evictionBlocked!(p(1), "broker_running");
+  assert.equal(sample(0, "consumer_offset"), 1);
+  assert.equal(sample(1, "broker_running"), 1);
+  o.evictionBlocked!(p(0), "broker_kept");
+  assert.equal(sample(0, "consumer_offset"), undefined, "a new reason replaces the old");
+  assert.equal(sample(0, "broker_kept"), 1);
+  o.evictionBlocked!(p(0), undefined);
+  o.evictionBlocked!(p(1), undefined);
+  assert.equal(sample(0, "broker_kept"), undefined);
+  assert.equal(sample(1, "broker_running"), undefined);
 });

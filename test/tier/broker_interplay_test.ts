@@ -23,6 +23,9 @@ import { parseSegmentFileName, type PartitionId } from "../../src/layout/partiti
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
+import { BrokerPresence } from "../../src/tier/broker_presence.ts";
+import { createLogger, type Logger } from "../../src/log.ts";
+import { holdOpen, release } from "./_holder.ts";
 import {
   capturingLogger,
   durableState,
@@ -33,7 +36,8 @@ import {
   writeConsumerOffset,
 } from "../_model/tier_harness.ts";
 import { testConfig } from "../_config.ts";
-import { aheadClock } from "../_fake_clock.ts";
+import { aheadClock, FakeClock } from "../_fake_clock.ts";
+import type { Clock } from "../../providers/clock.ts";
 
 await initHashes();
 
@@ -54,7 +58,7 @@ interface Rig {
   cleanup(): Promise<void>;
 }
 
-async function rig(format: FormatName = "iggy-0.9"): Promise<Rig> {
+async function rig(format: FormatName = "iggy-0.9", clock?: Clock): Promise<Rig> {
   const tmp = await scratchDir("tierd-broker");
   const config = testConfig({ dir: tmp.path, backend: "sim", uploadTimeout: "2 s" });
   const sim = new SimStore();
@@ -74,7 +78,7 @@ async function rig(format: FormatName = "iggy-0.9"): Promise<Rig> {
         logger,
         observer,
         rng: () => 0,
-        clock: aheadClock(1000), // files written just now already count as quiet
+        clock: clock ?? aheadClock(1000), // files written just now already count as quiet
       }),
     generate: (id, messages, o = {}) => generatePartition({ ...gen, ...id, messages, ...o }),
     append: (id, messages) => appendMessages({ ...gen, ...id, messages }),
@@ -82,6 +86,11 @@ async function rig(format: FormatName = "iggy-0.9"): Promise<Rig> {
     keys: (id, start) => remoteKeys(config, id, start),
     cleanup: tmp.cleanup,
   };
+}
+
+/** A logger whose lines land in `lines` (beside the rig's own). */
+function capturingLoggerInto(lines: LogLine[]): Logger {
+  return createLogger({ write: (l) => void lines.push(JSON.parse(l)) });
 }
 
 function logged(r: Rig, msg: string): LogLine[] {
@@ -364,12 +373,14 @@ Deno.test("a partition directory removed in the middle of a pass fails that part
 
 /**
  * A local stand-in for the two routes of Iggy's HTTP API that `evict_via = "broker"` uses,
- * following docs/architecture.md, "The broker contract" — not a real Iggy server (none can run
- * in the project's tests). `POST /users/login` answers a JWT-like token for the right credentials;
+ * following docs/architecture.md, "The broker contract" (the real 0.8 and 0.9 servers are run in
+ * test/e2e/). `POST /users/login` answers a JWT-like token for the right credentials;
  * `DELETE /streams/{s}/topics/{t}/partitions/{p}?segments_count=N` needs that bearer token and
  * deletes the N oldest sealed segments (`.log`, then `.index`), stopping at the first one that
- * holds or follows the lowest stored consumer offset, and answers 204. With `deferred`, files
- * go only when `reconcile()` runs, like 0.9's reconciler that unlinks a little later.
+ * ends after the lowest stored consumer offset (Iggy keeps `end_offset > barrier`), and answers
+ * 204. With `deferred`, files go only when `reconcile()` runs, like 0.9's reconciler that
+ * unlinks a little later; with `keeps`, it answers 204 and deletes nothing while `keeps()` is
+ * true (a consumer offset the broker holds in memory that tierd cannot read).
  */
 class BrokerStandIn {
   readonly server: http.Server;
@@ -382,7 +393,7 @@ class BrokerStandIn {
   constructor(
     readonly dataDir: string,
     readonly creds: { username: string; password: string },
-    readonly options: { deferred?: boolean } = {},
+    readonly options: { deferred?: boolean; keeps?: () => boolean } = {},
   ) {
     this.server = http.createServer((req, res) => {
       this.#handle(req, res).catch((err) => {
@@ -443,10 +454,11 @@ class BrokerStandIn {
       const dir = partitionDir(this.dataDir, id);
       const starts = await localStarts(dir);
       const { lowest } = await readConsumerBarrier(dir);
+      const keeps = this.options.keeps?.() ?? false;
       // The last segment is active; a sealed one ends where its successor starts.
-      for (let i = 0; i < Math.min(count, starts.length - 1); i++) {
+      for (let i = 0; i < Math.min(count, starts.length - 1) && !keeps; i++) {
         const end = starts[i + 1] - 1n;
-        if (lowest !== undefined && end >= lowest) break; // a consumer still needs it
+        if (lowest !== undefined && end > lowest) break; // a consumer still needs it
         const paths = segmentPaths(dir, starts[i]);
         if (this.options.deferred) this.#queue.push(paths.log, paths.index);
         else {
@@ -461,8 +473,10 @@ class BrokerStandIn {
   }
 }
 
-async function brokerRig(options: { deferred?: boolean; password?: string } = {}) {
-  const r = await rig();
+async function brokerRig(
+  options: { deferred?: boolean; keeps?: () => boolean; password?: string; clock?: Clock } = {},
+) {
+  const r = await rig("iggy-0.9", options.clock);
   const broker = new BrokerStandIn(r.config.agent.data_dir, {
     username: "iggy",
     password: "iggy-secret",
@@ -500,27 +514,51 @@ Deno.test("evict_via = broker: segments the broker kept for a consumer stay uplo
       const report = await w.pass();
       assert.deepEqual(report.errors, []);
       assert.equal(broker.logins, 1);
-      assert.deepEqual(broker.deletes, [{ partition: "0/0/0", count: sealed.length }]);
-      assert.equal(report.evicted, 2, "only what is actually gone is recorded");
+      // Only the segments the barrier lets go are asked for: the third ends after it.
+      assert.deepEqual(broker.deletes, [{ partition: "0/0/0", count: 2 }]);
+      assert.equal(report.evicted, 2);
+      const block = report.partitions[0].evictionBlocked;
+      assert.equal(block?.reason, "consumer_offset");
+      assert.equal(block.consumerOffset, barrier);
+      assert.equal(block.segment, sealed[2].startOffset);
+      assert.match(block.text, new RegExp(`^eviction blocked by consumer offset ${barrier}\\b`));
+      assert.deepEqual(w.evictionBlocks().get("0/0/0"), block, "the status page's view");
+      const warned = r.logs.filter((l) => l.msg === block.text);
+      assert.equal(warned.length, 1);
+      assert.equal(warned[0].level, "warn");
+      assert.equal(warned[0].consumer_offset, String(barrier));
+      assert.deepEqual(r.observer.blocked, [{ partition: "0/0/0", reason: "consumer_offset" }]);
       const state = await durableState(r.config.agent.state_dir, P0);
       const stateDir = partitionStateDir(r.config.agent.state_dir, P0);
       for (const [i, s] of sealed.entries()) {
         const rec = getSegment(state, 0n, s.startOffset)!;
         assert.equal(rec.state, "COPY_SEGMENT_FINISHED");
         assert.equal(rec.evicted, i < 2, `segment ${s.startOffset}`);
-        // Marker first: every segment offered to the broker has one, gone or kept.
-        await stat(markerPaths(stateDir, s.startOffset).marker);
-        if (i >= 2) await stat(s.logPath); // kept: an uploaded local segment
+        // Marker first: the segments offered to the broker have one; the others were never
+        // offered (the barrier keeps them) and stay uploaded local segments.
+        const marker = await stat(markerPaths(stateDir, s.startOffset).marker).then(
+          () => true,
+          () => false,
+        );
+        assert.equal(marker, i < 2, `marker of segment ${s.startOffset}`);
+        if (i >= 2) await stat(s.logPath);
       }
       await w.close();
 
-      // A restart sees the kept segments as uploaded local ones: nothing re-uploaded.
+      // A restart sees the kept segments as uploaded local ones: nothing re-uploaded, and the
+      // broker is not asked for what the barrier keeps (nor the copies HEADed for it).
       const puts = r.sim.requestCount("put");
+      const heads = r.sim.requestCount("head");
       const w2 = r.worker();
-      const again = await w2.pass();
-      assert.deepEqual(again.errors, []);
-      assert.equal(again.copied + again.evicted, 0);
+      for (let i = 0; i < 3; i++) {
+        const again = await w2.pass();
+        assert.deepEqual(again.errors, []);
+        assert.equal(again.copied + again.evicted, 0);
+        assert.equal(again.partitions[0].evictionBlocked?.reason, "consumer_offset");
+      }
       assert.equal(r.sim.requestCount("put"), puts);
+      assert.equal(r.sim.requestCount("head"), heads);
+      assert.equal(broker.deletes.length, 1);
       // The consumer moves on: the broker lets them go, and the agent records it.
       await writeConsumerOffset(r.dir(P0), {
         id: 1,
@@ -530,6 +568,9 @@ Deno.test("evict_via = broker: segments the broker kept for a consumer stay uplo
       const last = await w2.pass();
       assert.deepEqual(last.errors, []);
       assert.equal(last.evicted, sealed.length - 2);
+      assert.equal(last.partitions[0].evictionBlocked, undefined);
+      assert.equal(logged(r, "eviction no longer blocked").length, 1);
+      assert.deepEqual(r.observer.blocked.at(-1), { partition: "0/0/0", reason: undefined });
       await w2.close();
       assert.deepEqual(await localStarts(r.dir(P0)), [segments.at(-1)!.startOffset]);
     } finally {
@@ -605,5 +646,228 @@ Deno.test("evict_via = broker: an expired token is renewed; refused credentials 
     }
   } finally {
     await bad.cleanup();
+  }
+});
+
+Deno.test("evict_via = broker: a broker that keeps what it is asked to delete is asked again only after a doubling back-off, said once", async () => {
+  // Starts ahead of the files' mtimes, so they count as quiet.
+  const clock = new FakeClock(Date.now() + 1000);
+  let keeps = true;
+  const { r, broker, cleanup } = await brokerRig({ keeps: () => keeps, clock });
+  try {
+    const sealed = (await r.generate(P0, 800)).slice(0, -1);
+    const w = r.worker();
+    try {
+      // A pass every 500 ms for a minute (the scan timer of a busy agent, or a watch firing).
+      const start = clock.now();
+      const asked: number[] = [];
+      for (let t = 0; t <= 60_000; t += 500) {
+        const before = broker.deletes.length;
+        const report = await w.pass();
+        assert.deepEqual(report.errors, []);
+        assert.equal(report.evicted, 0);
+        if (broker.deletes.length > before) asked.push(clock.now() - start);
+        clock.advance(500);
+      }
+      assert.deepEqual(asked, [0, 2_000, 6_000, 14_000, 30_000], "a handful a minute, doubling");
+      const text = `eviction blocked: the broker kept segment ${sealed[0].startOffset} ` +
+        "when asked to delete it";
+      const warned = logged(r, text);
+      assert.equal(warned.length, 1, "said once, on the second answer that removed nothing");
+      assert.equal(warned[0].level, "warn");
+      assert.equal(warned[0].reason, "broker_kept");
+      assert.equal(w.evictionBlocks().get("0/0/0")?.reason, "broker_kept");
+      assert.deepEqual(r.observer.blocked, [{ partition: "0/0/0", reason: "broker_kept" }]);
+      assert.equal(logged(r, "segments evicted locally").length, 0);
+
+      // The broker lets go: the next request (due at 62 s) evicts, and the block is lifted.
+      keeps = false;
+      clock.advance(2_000);
+      const done = await w.pass();
+      assert.deepEqual(done.errors, []);
+      assert.equal(done.evicted, sealed.length);
+      assert.equal(broker.deletes.length, 6);
+      assert.equal(done.partitions[0].evictionBlocked, undefined);
+      assert.equal(logged(r, "eviction no longer blocked").length, 1);
+      assert.deepEqual(r.observer.blocked.at(-1), { partition: "0/0/0", reason: undefined });
+    } finally {
+      await w.close();
+    }
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("evict_via = broker: a consumer offset that moves asks again at once, backing off or not", async () => {
+  const clock = new FakeClock(Date.now() + 1000);
+  let keeps = true;
+  const { r, broker, cleanup } = await brokerRig({ keeps: () => keeps, clock });
+  try {
+    const segments = await r.generate(P0, 800);
+    const sealed = segments.slice(0, -1);
+    // The barrier lets everything go as far as tierd can read it; the broker keeps them anyway.
+    const past = segments.at(-1)!.startOffset;
+    await writeConsumerOffset(r.dir(P0), { id: 1, offset: past, format: "iggy-0.9" });
+    const w = r.worker();
+    try {
+      await w.pass();
+      clock.advance(2_000);
+      await w.pass();
+      assert.equal(broker.deletes.length, 2);
+      await w.pass(); // backing off
+      assert.equal(broker.deletes.length, 2);
+      keeps = false;
+      await writeConsumerOffset(r.dir(P0), { id: 1, offset: past + 1n, format: "iggy-0.9" });
+      const moved = await w.pass();
+      assert.equal(broker.deletes.length, 3, "a new barrier is a new request");
+      assert.equal(moved.evicted, sealed.length);
+    } finally {
+      await w.close();
+    }
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test({
+  name:
+    "evict_via = auto without [agent.broker]: nothing is unlinked while a process holds the partition's files",
+  ignore: !(await stat("/proc/self/fd").then(() => true, () => false)),
+  fn: async () => {
+    const r = await rig();
+    const holders: Deno.ChildProcess[] = [];
+    try {
+      r.config.agent.evict_via = "auto";
+      r.config.topic[0].local_retention_size = 0;
+      const segments = await r.generate(P0, 600);
+      const sealed = segments.slice(0, -1);
+      // The broker's stand-in: a process that keeps the active segment open, as Iggy does.
+      holders.push(await holdOpen(segments.at(-1)!.logPath));
+      // No HTTP API anywhere (an Iggy on the default port of this machine must not decide).
+      const presence = new BrokerPresence({
+        dataDir: r.config.agent.data_dir,
+        fetch: () => Promise.reject(new TypeError("connection refused")),
+      });
+      const w = new TierWorker({
+        config: r.config,
+        store: r.sim,
+        prefix: "iggy",
+        logger: capturingLoggerInto(r.logs),
+        observer: r.observer,
+        rng: () => 0,
+        clock: aheadClock(1000),
+        brokerWatch: presence,
+      });
+      try {
+        const first = await w.pass();
+        assert.deepEqual(first.errors, []);
+        assert.equal(first.copied, sealed.length, "copies go on");
+        assert.equal(first.evicted, 0);
+        const block = first.partitions[0].evictionBlocked;
+        assert.equal(block?.reason, "broker_running");
+        assert.match(block.evidence!, new RegExp(`^process ${holders[0].pid} \\(sleep\\) holds `));
+        assert.match(
+          block.text,
+          /^eviction blocked: a broker is running beside the data directory/,
+        );
+        const second = await w.pass();
+        assert.equal(second.evicted, 0);
+        for (const s of segments) await stat(s.logPath); // every file is still there
+        assert.equal(logged(r, block.text).length, 1, "said once");
+        assert.equal(logged(r, block.text)[0].level, "warn");
+        const start = logged(
+          r,
+          "evict_via = auto without [agent.broker]: tierd unlinks " +
+            "evicted segments itself, only while no broker runs beside the data directory " +
+            "(it waits while one does)",
+        );
+        assert.equal(start.length, 1);
+        assert.equal(start[0].level, "info");
+
+        // The broker stops: the files go, and the wait is over.
+        await release(holders.pop()!);
+        presence.forget();
+        const third = await w.pass();
+        assert.deepEqual(third.errors, []);
+        assert.equal(third.evicted, sealed.length);
+        assert.deepEqual(await localStarts(r.dir(P0)), [segments.at(-1)!.startOffset]);
+        assert.equal(logged(r, "eviction no longer blocked").length, 1);
+      } finally {
+        await w.close();
+      }
+    } finally {
+      for (const h of holders) await release(h);
+      await r.cleanup();
+    }
+  },
+});
+
+Deno.test("evict_via = auto: a broker seen right before the unlink stops it, with nothing removed", async () => {
+  const r = await rig();
+  try {
+    r.config.agent.evict_via = "auto";
+    r.config.topic[0].local_retention_size = 0;
+    const segments = await r.generate(P0, 600);
+    // Stopped when eviction is admitted, running by the time the files would go.
+    const answers = [false, true];
+    const watch = {
+      check: () => {
+        const running = answers.shift() ?? true;
+        return Promise.resolve({ running, evidence: running ? "it started" : "nothing" });
+      },
+    };
+    const w = new TierWorker({
+      config: r.config,
+      store: r.sim,
+      prefix: "iggy",
+      logger: capturingLoggerInto(r.logs),
+      rng: () => 0,
+      clock: aheadClock(1000),
+      brokerWatch: watch,
+    });
+    try {
+      const report = await w.pass();
+      assert.deepEqual(report.errors, []);
+      assert.equal(report.evicted, 0);
+      assert.equal(report.partitions[0].evictionBlocked?.reason, "broker_running");
+      assert.equal(report.partitions[0].evictionBlocked?.evidence, "it started");
+      for (const s of segments) await stat(s.logPath);
+    } finally {
+      await w.close();
+    }
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("evict_via = unlink: said at start to be for a stopped broker, and unlinks without looking", async () => {
+  const r = await rig();
+  const holders: Deno.ChildProcess[] = [];
+  try {
+    r.config.topic[0].local_retention_size = 0; // test configs say evict_via = "unlink"
+    const segments = await r.generate(P0, 400);
+    if (await stat("/proc/self/fd").then(() => true, () => false)) {
+      holders.push(await holdOpen(segments.at(-1)!.logPath));
+    }
+    const w = r.worker();
+    try {
+      const report = await w.pass();
+      assert.deepEqual(report.errors, []);
+      assert.equal(report.evicted, segments.length - 1, "the operator said the broker is stopped");
+      const line = logged(
+        r,
+        "evict_via = unlink: tierd unlinks evicted segments itself, which is only safe while " +
+          "the broker is stopped",
+      );
+      assert.equal(line.length, 1);
+      assert.equal(line[0].level, "info");
+      await w.pass();
+      assert.equal(line.length, 1, "once");
+    } finally {
+      await w.close();
+    }
+  } finally {
+    for (const h of holders) await release(h);
+    await r.cleanup();
   }
 });

@@ -1,7 +1,10 @@
 // The eviction phase: while a topic's local retention is exceeded, a prefix of sealed segments
 // under the floor leaves the broker's directory — each one re-verified in the store and hashed
 // locally first, its kept index copy and marker written durably, then removed through the
-// evictor port, and recorded only once the directory shows it gone.
+// evictor port, and recorded only once the directory shows it gone. What the evictor does not
+// admit (a consumer barrier, a running broker) waits, and so does a request the broker answered
+// without removing anything, with an exponential backoff: the partition's `EvictionGate` holds
+// why, says it once, and reports it.
 import { join } from "node:path";
 import type { TopicConfig } from "../../config/schema.ts";
 import type { FormatName } from "../../format/types.ts";
@@ -10,7 +13,8 @@ import { segmentStem } from "../../layout/partition.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
 import { SegmentChangedError, verifyCopy } from "../copy_segment.ts";
-import type { Evictor } from "../evictor.ts";
+import { attemptKey, EvictionGate, EvictionHeldError } from "../eviction_gate.ts";
+import type { Admission, Evictor } from "../evictor.ts";
 import { hashFile } from "../file_hash.ts";
 import { type PartitionLedger, unlinkIfPresent } from "../partition_ledger.ts";
 import {
@@ -39,6 +43,8 @@ export interface EvictInput {
   format: FormatName | undefined;
   topic: TopicConfig;
   evictor: Evictor;
+  /** The partition's block and backoff across passes. @default a fresh gate (no memory) */
+  gate?: EvictionGate;
 }
 
 /** Evicts what local retention asks for and the floor allows (at most 16 segments). */
@@ -64,17 +70,42 @@ export async function evictPhase(
     now,
   );
   out.pressured = wanted.length > chosen.length;
-  if (chosen.length === 0 || stopping(ctx)) return out;
+  const gate = input.gate ?? new EvictionGate(ledger.id, ctx.log, ctx.clock);
+  if (chosen.length === 0) {
+    gate.clear(); // nothing is wanted gone: nothing waits
+    return out;
+  }
+  if (stopping(ctx)) return out;
   if (!input.format) {
     out.errors.push(`partition ${ledger.label}: format unknown; nothing evicted`);
     return out;
   }
 
-  const ready = await verifyChosen(ctx, ledger, input, chosen, input.format, out);
+  let admission: Admission;
+  try {
+    admission = await input.evictor.admit?.(ledger.id, input.dir, chosen) ??
+      { count: chosen.length };
+  } catch (err) {
+    noteFailure(out, input.evictor.action, err);
+    ctx.log.warn(input.evictor.refused, { err });
+    return out;
+  }
+  const admitted = chosen.slice(0, admission.count);
+  if (admitted.length === 0) {
+    gate.hold(admission.block!);
+    return out;
+  }
+  const key = attemptKey(admitted[0].start, admission.consumerOffset);
+  if (gate.backingOff(key)) return out; // the broker kept these last time: not yet again
+  const ready = await verifyChosen(ctx, ledger, input, admitted, input.format, out);
   if (ready.length === 0) return out;
   try {
     await input.evictor.remove(ledger.id, input.dir, ready);
   } catch (err) {
+    if (err instanceof EvictionHeldError) {
+      gate.hold({ ...err.block, segment: ready[0].start });
+      return out;
+    }
     noteFailure(out, input.evictor.action, err);
     ctx.log.warn(input.evictor.refused, { err });
     return out;
@@ -92,6 +123,16 @@ export async function evictPhase(
       at: ctx.clock.now(),
     });
     evicted++;
+  }
+  if (evicted === 0) {
+    // Answered, yet everything stayed: back off before asking the same again (Iggy answers
+    // DeleteSegments with 204 whatever it deleted; 0.9 deletes a little after it answers).
+    gate.keptAll(key, ready[0].start, admission.consumerOffset);
+    ctx.log.debug("the evictor removed nothing; backing off", { segment: ready[0].start });
+  } else {
+    gate.progressed();
+    if (admission.block) gate.hold(admission.block);
+    else gate.clear();
   }
   out.evicted += evicted;
   if (out.evicted > 0) {

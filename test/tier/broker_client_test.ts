@@ -1,0 +1,92 @@
+// The broker client's errors quote what the broker answered — so a refusal says why — but
+// never the credentials it sent, even when the answer echoes them, and never a URL's user info.
+import assert from "node:assert/strict";
+import { BrokerClient, BrokerError } from "../../src/tier/broker_client.ts";
+
+const ID = { stream: 1, topic: 2, partition: 3 };
+const PASSWORD = "correct-horse-battery";
+
+type Answer = (url: string, init: RequestInit) => Response | Promise<Response>;
+
+function client(answer: Answer, cfg: Partial<{ http_url: string; password: string }> = {}) {
+  const calls: string[] = [];
+  const c = new BrokerClient(
+    {
+      http_url: cfg.http_url ?? "http://127.0.0.1:3000",
+      username: "iggy",
+      password: cfg.password ?? PASSWORD,
+      personal_access_token: "",
+    },
+    (url, init) => {
+      calls.push(`${init.method} ${new URL(url).pathname}`);
+      return Promise.resolve(answer(url, init));
+    },
+  );
+  return { c, calls };
+}
+
+const login = () =>
+  Response.json({
+    user_id: 1,
+    access_token: { token: "eyJhbGciOiJIUzI1NiJ9.jwt.value", expiry: 0 },
+  });
+
+Deno.test("broker client: a refused login says what the broker answered, without the password", async () => {
+  const { c } = client(() =>
+    Response.json(
+      { id: 42, code: "invalid_credentials", reason: `Invalid password ${PASSWORD}` },
+      { status: 401 },
+    )
+  );
+  const err = await c.deleteSegments(ID, 2).then(() => undefined, (e) => e);
+  assert.ok(err instanceof BrokerError);
+  assert.equal(err.status, 401);
+  assert.equal(
+    err.message,
+    "broker login at /users/login refused with HTTP 401: invalid_credentials: Invalid password ***",
+  );
+});
+
+Deno.test("broker client: a failed DeleteSegments quotes the answer, scrubbed of the JWT it carried", async () => {
+  const { c, calls } = client((_url, init) =>
+    init.method === "POST"
+      ? login()
+      : new Response(`forbidden for token eyJhbGciOiJIUzI1NiJ9.jwt.value\n\n and more`, {
+        status: 403,
+      })
+  );
+  const err = await c.deleteSegments(ID, 2).then(() => undefined, (e) => e);
+  assert.ok(err instanceof BrokerError);
+  assert.equal(
+    err.message,
+    "broker DeleteSegments /streams/1/topics/2/partitions/3?segments_count=2 failed with HTTP " +
+      "403: forbidden for token *** and more",
+  );
+  assert.deepEqual(calls, ["POST /users/login", "DELETE /streams/1/topics/2/partitions/3"]);
+});
+
+Deno.test("broker client: an unreachable broker is named without the user info of its URL", async () => {
+  const { c } = client(
+    () =>
+      Promise.reject(new TypeError(`error sending request for url (http://u:${PASSWORD}@h:1/)`)),
+    { http_url: `http://u:${PASSWORD}@h:1` },
+  );
+  const err = await c.deleteSegments(ID, 1).then(() => undefined, (e) => e);
+  assert.ok(err instanceof BrokerError);
+  assert.ok(!err.message.includes(PASSWORD), err.message);
+  assert.equal(
+    err.message,
+    "broker http://h:1 unreachable: error sending request for url (http://h:1/)",
+  );
+  assert.equal(c.where, "http://h:1");
+});
+
+Deno.test("broker client: a short password cannot be scrubbed from an answer, and is never sent in one", async () => {
+  // Iggy's default `iggy` is also the username and the key prefix: too short to be told apart.
+  const { c } = client(
+    () => Response.json({ code: "invalid_credentials", reason: "user iggy" }, { status: 401 }),
+    { password: "iggy" },
+  );
+  const err = await c.deleteSegments(ID, 1).then(() => undefined, (e) => e);
+  assert.match(err.message, /invalid_credentials: user iggy$/);
+});
