@@ -89,7 +89,10 @@ export function withTimeout<T>(
     };
     const onAbort = () => settle(() => reject(signal?.reason));
     if (Number.isFinite(ms)) {
-      cancel = clock.setTimer(Math.max(0, ms), () => settle(() => reject(onTimeout())));
+      // A deadline: it never keeps the process alive on its own.
+      cancel = clock.setTimer(Math.max(0, ms), () => settle(() => reject(onTimeout())), {
+        unref: true,
+      });
     }
     signal?.addEventListener("abort", onAbort, { once: true });
     promise.then((v) => settle(() => resolve(v)), (e) => settle(() => reject(e)));

@@ -74,9 +74,11 @@ export async function sendHttp(
   outer?.throwIfAborted();
   const controller = new AbortController();
   const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  // A deadline, not something to wait for: it never keeps the process alive.
   const cancelTimer = (context.clock ?? systemClock).setTimer(
     timeoutMs,
     () => controller.abort(new RequestTimeout(`timed out after ${timeoutMs} ms`)),
+    { unref: true },
   );
   const onAbort = () => controller.abort(outer?.reason);
   outer?.addEventListener("abort", onAbort, { once: true });
