@@ -1,5 +1,7 @@
-// `tierd probe`: the boot probe alone — one-key LIST against the configured store.
-import { probeStore } from "../../providers/probe.ts";
+// `tierd probe`: the boot probe alone — one-key LIST against the configured store — and which
+// credential source answered, and why the others in the chain were skipped.
+import { systemClock } from "../../providers/clock.ts";
+import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { parseFlags } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
@@ -7,14 +9,24 @@ import { loadContext, storeFor } from "./context.ts";
 export async function probeCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {});
   const ctx = await loadContext(values.config);
-  const { store, prefix, describe } = await storeFor(ctx);
+  const opened = await storeFor(ctx);
+  const { store, prefix, describe } = opened;
+  const credentials = () => {
+    const lines = opened.credentials
+      ? describeCredentials(opened.credentials(), systemClock.now())
+      : [];
+    if (opened.regionFrom) lines.push(`region from ${opened.regionFrom}`);
+    return ctx.scrub(lines.join("\n"));
+  };
   try {
     const result = await probeStore(store, prefix);
     if (!result.ok) {
-      console.error(`tierd: probe failed: ${describe}: ${result.reason}`);
+      console.error(ctx.scrub(`tierd: probe failed: ${describe}: ${result.reason}`));
+      console.error(credentials());
       return 1;
     }
     console.log(`probe ok: ${describe}, prefix "${prefix}"`);
+    console.log(credentials());
     return 0;
   } finally {
     await store.close?.();

@@ -13,7 +13,7 @@ import { createApp } from "../http/app.ts";
 import { listenOptions, serve } from "../http/serve.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
-import { cacheObserver, tierObserver } from "../metrics/observers.ts";
+import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
@@ -36,14 +36,16 @@ export async function runCommand(args: string[]): Promise<number> {
   }
   // One agent per state dir, for the life of the process (the kernel drops it on exit).
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
-  const opened = await storeFor(ctx);
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
+  const opened = await storeFor(ctx, {
+    observer: credentialObserver(metrics, registry, systemClock),
+  });
   const store = instrumentStore(opened.store, metrics);
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {
-      console.error(`tierd: probe failed: ${opened.describe}: ${probe.reason}`);
+      console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
@@ -80,7 +82,9 @@ async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string):
     });
     if (report.errors.length > 0) {
       console.error(
-        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+        ctx.scrub(
+          `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+        ),
       );
       return 1;
     }
@@ -147,6 +151,7 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
+    scrub: ctx.scrub,
   });
   const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
   logger.info("http api listening", {
