@@ -11,22 +11,27 @@ export async function probeCommand(args: string[]): Promise<number> {
   const ctx = await loadContext(values.config);
   const opened = await storeFor(ctx);
   const { store, prefix, describe } = opened;
-  const credentials = () => {
+  const credentialLines = () => {
     const lines = opened.credentials
       ? describeCredentials(opened.credentials(), systemClock.now())
       : [];
     if (opened.regionFrom) lines.push(`region from ${opened.regionFrom}`);
-    return ctx.scrub(lines.join("\n"));
+    return lines;
   };
   try {
     const result = await probeStore(store, prefix);
     if (!result.ok) {
-      console.error(ctx.scrub(`tierd: probe failed: ${describe}: ${result.reason}`));
-      console.error(credentials());
+      // One line: the reason, then the chain (which source answered, why others were skipped).
+      const chain = credentialLines().map((l) => l.trim()).join("; ");
+      console.error(
+        ctx.scrub(
+          `tierd: probe failed: ${describe}: ${result.reason}${chain ? ` [${chain}]` : ""}`,
+        ),
+      );
       return 1;
     }
     console.log(`probe ok: ${describe}, prefix "${prefix}"`);
-    console.log(credentials());
+    console.log(ctx.scrub(credentialLines().join("\n")));
     return 0;
   } finally {
     await store.close?.();
