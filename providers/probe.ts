@@ -2,6 +2,7 @@
 // that names what is wrong — the endpoint, the credentials, the bucket or the region. Works on
 // any ObjectStore; S3 answers are refined by their error code.
 import { errorText } from "./http.ts";
+import { CredentialError, type CredentialReport } from "./credentials/types.ts";
 import { type ObjectStore, StoreError } from "./types.ts";
 import { S3ErrorInfo } from "./s3/responses.ts";
 import { S3Store } from "./s3/store.ts";
@@ -35,6 +36,7 @@ export function probeReason(store: ObjectStore, err: unknown): string {
   const target = store instanceof S3Store
     ? `${store.kind} ${store.endpoint} bucket '${store.bucket}'`
     : `${store.kind} store`;
+  if (err instanceof CredentialError) return `credentials unavailable: ${err.message}`;
   if (!(err instanceof StoreError)) return `${target}: unexpected failure: ${errorText(err)}`;
   if (store instanceof S3Store) {
     const s3 = s3Reason(store, err);
@@ -103,4 +105,22 @@ function s3Reason(store: S3Store, err: StoreError): string | undefined {
     return `endpoint unreachable: ${store.endpoint}: ${connectionProblem(err)}`;
   }
   return undefined;
+}
+
+/**
+ * The credential chain's report as lines for `tierd probe`: which source answered (and when its
+ * credential expires), then every source looked at, with why it was skipped or failed.
+ * @param nowMs the wall clock, for "expires in"
+ */
+export function describeCredentials(report: CredentialReport, nowMs: number): string[] {
+  const expires = report.expiresAt === undefined
+    ? ""
+    : `, expires in ${Math.max(0, Math.round((report.expiresAt - nowMs) / 1000))} s`;
+  const lines = [
+    report.source ? `credentials: ${report.source}${expires}` : "credentials: no source answered",
+  ];
+  for (const step of report.steps) {
+    lines.push(`  ${step.outcome} ${step.source}${step.reason ? `: ${step.reason}` : ""}`);
+  }
+  return lines;
 }

@@ -25,9 +25,10 @@ export interface LoggerOptions {
   level?: LogLevel;
   /**
    * Secret values replaced by `***` in the message and detail of every Error in a line's fields
-   * (foreign text); values shorter than `MIN_SCRUB_LENGTH` are not scrubbed.
+   * (foreign text); values shorter than `MIN_SCRUB_LENGTH` are not scrubbed. A function is read
+   * on every line (credentials that rotate: temporary keys, tokens).
    */
-  secrets?: string[];
+  secrets?: string[] | (() => string[]);
   /** Where lines go. @default stderr */
   write?: (line: string) => void;
   /** Where `ts` comes from. @default systemClock */
@@ -53,14 +54,15 @@ function jsonValue(scrub: Scrub): (key: string, value: unknown) => unknown {
 /** Creates a logger; see {@link LoggerOptions}. */
 export function createLogger(options: LoggerOptions = {}, base: LogFields = {}): Logger {
   const min = ORDER[options.level ?? "info"];
-  const replacer = jsonValue(foreignTextScrubber(options.secrets ?? []));
+  const listed = options.secrets ?? [];
+  const secrets = typeof listed === "function" ? listed : () => listed;
   const write = options.write ?? ((line: string) => void process.stderr.write(line + "\n"));
   const clock = options.clock ?? systemClock;
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
     write(JSON.stringify(
       { ts: new Date(clock.now()).toISOString(), level, msg, ...base, ...fields },
-      replacer,
+      jsonValue(foreignTextScrubber(secrets())),
     ));
   };
   return {
@@ -70,6 +72,33 @@ export function createLogger(options: LoggerOptions = {}, base: LogFields = {}):
     error: (m, f) => emit("error", m, f),
     child: (fields) => createLogger(options, { ...base, ...fields }),
   };
+}
+
+/**
+ * `text` with every secret long enough to be distinctive (`MIN_SCRUB_LENGTH`) replaced by
+ * `***`: raw, as it appears inside a JSON string and URL-encoded; the longest first. For text
+ * that came from outside and leaves the process (a command's stderr).
+ */
+export function scrubSecrets(text: string, secrets: readonly string[]): string {
+  return foreignTextScrubber(secrets)(text);
+}
+
+const processSecrets: (() => readonly string[])[] = [];
+
+/**
+ * Registers a source of secrets for the whole process (the CLI's config and store
+ * credentials), read by {@link scrubProcessSecrets}: the last line of defence for text that
+ * leaves the process outside a logger (a command's stderr).
+ */
+export function registerProcessSecrets(secrets: () => readonly string[]): void {
+  processSecrets.push(secrets);
+}
+
+/** `text` scrubbed of every secret registered with {@link registerProcessSecrets}. */
+export function scrubProcessSecrets(text: string): string {
+  return processSecrets.length === 0
+    ? text
+    : scrubSecrets(text, processSecrets.flatMap((f) => f()));
 }
 
 /** A logger that drops everything (for tests and library use). */

@@ -1,12 +1,20 @@
-// Opens the object store the config names, with the key prefix that goes with it.
+// Opens the object store the config names, with the key prefix that goes with it and its
+// credentials (store_credentials.ts): what `tierd probe` reports about them and the secrets they
+// hold, for the logger to scrub.
 import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
-import { tokenSourceFromConfig } from "../providers/gcs/credentials.ts";
 import { GcsStore } from "../providers/gcs/store.ts";
+import type { CredentialReport } from "../providers/credentials/types.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import type { Config } from "./config/schema.ts";
+import {
+  azureCredentials,
+  type CredentialDeps,
+  gcsTokens,
+  s3Credentials,
+} from "./store_credentials.ts";
 
 /** The configured store and the prefix of every key tierd writes to it. */
 export interface OpenedStore {
@@ -14,6 +22,12 @@ export interface OpenedStore {
   prefix: string;
   /** Where the store is, for messages (never includes credentials). */
   describe: string;
+  /** Which credential source answered and why the others did not (after the first request). */
+  credentials?: () => CredentialReport;
+  /** Every secret the credentials hold now (key ids, secrets, tokens), for scrubbing. */
+  secrets: () => string[];
+  /** Where the region came from (S3), for `tierd probe`. */
+  regionFrom?: string;
 }
 
 /** Thrown when the configured backend is not available in this build. */
@@ -21,8 +35,12 @@ export class BackendUnavailableError extends Error {
   override readonly name = "BackendUnavailableError";
 }
 
-/** Opens the store of `config.tiered_storage.backend` (loading GCS credentials if needed). */
-export async function openStore(config: Config): Promise<OpenedStore> {
+/**
+ * Opens the store of `config.tiered_storage.backend` with its credentials.
+ * @param deps what credential sources run on (tests), and the metrics observer
+ */
+export async function openStore(config: Config, deps: CredentialDeps = {}): Promise<OpenedStore> {
+  const none = () => [];
   const ts = config.tiered_storage;
   switch (ts.backend) {
     case "fs":
@@ -30,52 +48,90 @@ export async function openStore(config: Config): Promise<OpenedStore> {
         store: new FsStore({ root: ts.fs.path }),
         prefix: ts.fs.prefix,
         describe: `fs store at ${ts.fs.path}`,
+        secrets: none,
       };
     case "sim":
-      return { store: new SimStore(), prefix: "iggy", describe: "in-memory sim store" };
+      return {
+        store: new SimStore(),
+        prefix: "iggy",
+        describe: "in-memory sim store",
+        secrets: none,
+      };
     case "s3": {
       const s3 = ts.s3;
+      const { credentials, region, regionFrom } = await s3Credentials(s3, deps);
       const store = new S3Store({
         endpoint: s3.endpoint === "" ? undefined : s3.endpoint,
-        region: s3.region,
+        region,
         bucket: s3.bucket,
-        credentials: {
-          accessKeyId: s3.access_key,
-          secretAccessKey: s3.secret_key,
-          sessionToken: s3.session_token === "" ? undefined : s3.session_token,
-        },
+        credentials,
         urlStyle: s3.url_style,
         conditionalComplete: s3.conditional_writes ? "header" : "head",
+        fetch: deps.fetch,
+        clock: deps.clock,
       });
+      const supplier = credentials === "none" ? undefined : credentials;
       return {
         store,
         prefix: s3.prefix,
         describe: `s3 ${store.endpoint} bucket '${s3.bucket}'`,
+        credentials: () =>
+          supplier?.report() ??
+            { source: "none", steps: [{ source: "none", outcome: "used", reason: "unsigned" }] },
+        secrets: () => supplier?.secrets() ?? [],
+        regionFrom,
       };
     }
     case "gcs": {
       const gcs = ts.gcs;
+      const tokens = await gcsTokens(gcs, deps);
       const store = new GcsStore({
         bucket: gcs.bucket,
         endpoint: gcs.endpoint === "" ? undefined : gcs.endpoint,
-        tokens: await tokenSourceFromConfig(gcs),
+        tokens,
+        fetch: deps.fetch,
       });
       const where = gcs.endpoint === "" ? "Google Cloud Storage" : gcs.endpoint;
-      return { store, prefix: gcs.prefix, describe: `gcs ${where} bucket '${gcs.bucket}'` };
+      return {
+        store,
+        prefix: gcs.prefix,
+        describe: `gcs ${where} bucket '${gcs.bucket}'`,
+        credentials: () =>
+          tokens.report?.() ??
+            {
+              source: tokens.describe,
+              steps: [{ source: tokens.describe, outcome: "used", reason: "" }],
+            },
+        secrets: () => tokens.secrets(),
+      };
     }
     case "azure": {
       const az = ts.azure;
+      const auth = azureCredentials(az, deps);
       const store = new AzureStore({
         account: az.account,
         container: az.container,
         endpoint: az.endpoint === "" ? undefined : az.endpoint,
-        sharedKey: az.shared_key === "" ? undefined : az.shared_key,
-        sasToken: az.sas_token === "" ? undefined : az.sas_token,
+        sharedKey: auth.kind === "shared-key" ? auth.sharedKey : undefined,
+        sasToken: auth.kind === "sas" ? auth.sasToken : undefined,
+        tokens: auth.kind === "bearer" ? auth.tokens : undefined,
+        fetch: deps.fetch,
+        clock: deps.clock,
       });
+      const fixed = auth.kind === "bearer" ? undefined : auth.kind === "sas" ? "sas" : "shared_key";
       return {
         store,
         prefix: az.prefix,
         describe: `azure ${store.endpoint} container '${az.container}'`,
+        credentials: () =>
+          auth.kind === "bearer" ? auth.tokens.report?.() ?? { steps: [] } : {
+            source: fixed,
+            steps: [{ source: fixed!, outcome: "used", reason: "in the config" }],
+          },
+        secrets: () =>
+          auth.kind === "bearer"
+            ? auth.tokens.secrets()
+            : [auth.kind === "sas" ? auth.sasToken : auth.sharedKey],
       };
     }
     default:

@@ -35,14 +35,59 @@ function ordinal(a: string, b: string): number {
 }
 
 /**
- * The CanonicalizedHeaders part: every `x-ms-*` header, name lowercased, sorted by name,
- * `name:value\n`, the value trimmed (as an HTTP server receives it).
+ * The characters of a (lowercased) header name in the order the service's culture-aware sort
+ * (.NET, en-US) weighs them first: punctuation, then digits, then letters. `'` and `-` are
+ * absent: they weigh nothing at first and only break ties (see {@link compareHeaderNames}).
+ */
+const PRIMARY_ORDER = "!#$%&*.^_`|~+0123456789abcdefghijklmnopqrstuvwxyz";
+const PRIMARY_RANK = new Map([...PRIMARY_ORDER].map((c, i) => [c, i + 1]));
+/** The characters that only break ties, lighter first. */
+const TIE_BREAKERS = "'-";
+
+function primaryRanks(name: string): number[] {
+  const out: number[] = [];
+  for (const c of name) {
+    const rank = PRIMARY_RANK.get(c);
+    if (rank !== undefined) out.push(rank);
+  }
+  return out;
+}
+
+/**
+ * Orders two lowercased header names the way Azure Storage does when it checks a SharedKey
+ * signature: culture-aware, not by bytes. First by the weights of their characters, `'` and `-`
+ * left out (so `_` sorts before digits, and `i-x` sorts as if it were `ix`); names equal there
+ * are ordered by where their first `'` or `-` differs: at the first position where one name has
+ * one and the other has not, the other comes first (`ix-` before `i-x`), and `'` before `-`.
+ * Byte order breaks a remaining tie.
+ */
+export function compareHeaderNames(a: string, b: string): number {
+  const ra = primaryRanks(a), rb = primaryRanks(b);
+  for (let i = 0; i < Math.min(ra.length, rb.length); i++) {
+    if (ra[i] !== rb[i]) return ra[i] - rb[i];
+  }
+  if (ra.length !== rb.length) return ra.length - rb.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const ta = i < a.length ? TIE_BREAKERS.indexOf(a[i]) : -2;
+    const tb = i < b.length ? TIE_BREAKERS.indexOf(b[i]) : -2;
+    if (ta === tb) continue;
+    if (ta === -2 || tb === -2) return ta === -2 ? -1 : 1; // a name that ended comes first
+    if (ta === -1 || tb === -1) return ta === -1 ? -1 : 1; // no tie-breaker here: first
+    return ta - tb;
+  }
+  return ordinal(a, b);
+}
+
+/**
+ * The CanonicalizedHeaders part: every `x-ms-*` header, name lowercased, sorted as the service
+ * sorts them ({@link compareHeaderNames}), `name:value\n`, the value trimmed (as an HTTP server
+ * receives it).
  */
 export function canonicalizedHeaders(headers: Readonly<Record<string, string>>): string {
   const names = Object.keys(headers)
     .map((name) => [name.toLowerCase(), headers[name]] as const)
     .filter(([name]) => name.startsWith("x-ms-"))
-    .sort((a, b) => ordinal(a[0], b[0]));
+    .sort((a, b) => compareHeaderNames(a[0], b[0]));
   return names.map(([name, value]) => `${name}:${value.trim()}\n`).join("");
 }
 

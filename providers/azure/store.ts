@@ -1,5 +1,5 @@
 // The Azure Blob object store: builds each request (requests.ts), signs it with SharedKey
-// (sharedkey.ts) or appends a SAS token, sends it through the shared transport (../http.ts) and
+// (sharedkey.ts), appends a SAS token or sends an Entra ID bearer token (credentials/), sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
 import { type Clock, systemClock } from "../clock.ts";
 import { checkMetadata } from "../_rules.ts";
@@ -7,7 +7,8 @@ import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
-import { redactingFetch, secretRedactor } from "../_redact.ts";
+import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
+import type { TokenSource } from "../credentials/tokens.ts";
 import {
   noSuchUpload,
   StagedMultipart,
@@ -56,6 +57,12 @@ export interface AzureStoreOptions {
   sharedKey?: string;
   /** An account or container SAS (`sv=…&sig=…`, a leading `?` is fine); wins over `sharedKey`. */
   sasToken?: string;
+  /**
+   * Entra ID bearer tokens (workload identity, managed identity, client secret), used when
+   * neither `sasToken` nor `sharedKey` is given. The service version tierd sends (2024-11-04)
+   * accepts them (OAuth needs 2017-11-09 or later).
+   */
+  tokens?: TokenSource;
   /** The fetch to send with (tests inject faults here). @default globalThis.fetch */
   fetch?: FetchFn;
   /** The clock `x-ms-date` is taken from. @default systemClock */
@@ -94,6 +101,7 @@ export class AzureStore implements ObjectStore {
   readonly #location: req.AzureLocation;
   readonly #sharedKey: string | undefined;
   readonly #sas: string | undefined;
+  readonly #tokens: TokenSource | undefined;
   readonly #fetch: FetchFn;
   readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
@@ -114,8 +122,9 @@ export class AzureStore implements ObjectStore {
     const sas = options.sasToken?.trim().replace(/^\?/, "");
     this.#sas = sas || undefined;
     this.#sharedKey = options.sharedKey?.trim() || undefined;
-    if (!this.#sas && !this.#sharedKey) {
-      throw new TypeError("Azure needs a shared key or a SAS token");
+    this.#tokens = this.#sas || this.#sharedKey ? undefined : options.tokens;
+    if (!this.#sas && !this.#sharedKey && !this.#tokens) {
+      throw new TypeError("Azure needs a shared key, a SAS token or a bearer token source");
     }
     if (!this.#sas && this.#sharedKey) {
       const key = this.#sharedKey;
@@ -134,8 +143,13 @@ export class AzureStore implements ObjectStore {
   }
 
   /** How requests are authorized. */
-  get auth(): "shared-key" | "sas" {
-    return this.#sas ? "sas" : "shared-key";
+  get auth(): "shared-key" | "sas" | "bearer" {
+    return this.#sas ? "sas" : this.#tokens ? "bearer" : "shared-key";
+  }
+
+  /** The bearer token source, for `tierd probe`'s report; undefined with a key or SAS. */
+  get tokenSource(): TokenSource | undefined {
+    return this.#tokens;
   }
 
   /** Never shows credentials (Deno.inspect / console.log). */
@@ -282,6 +296,7 @@ export class AzureStore implements ObjectStore {
   }
 
   close(): Promise<void> {
+    this.#tokens?.close?.();
     return Promise.resolve();
   }
 
@@ -397,8 +412,12 @@ export class AzureStore implements ObjectStore {
     throw azureError(info, op, key, this.#redact);
   }
 
-  /** Scrubs the account key and the SAS token out of text bound for an error message. */
-  readonly #redact = secretRedactor(() => [this.#sharedKey, this.#sas]);
+  /** Scrubs the account key, the SAS token and bearer tokens out of text bound for a message. */
+  readonly #redact = secretRedactor(() => [
+    this.#sharedKey,
+    this.#sas,
+    ...(this.#tokens?.secrets() ?? []),
+  ]);
 
   #signingKey(): Promise<CryptoKey> {
     return this.#key ??= importAccountKey(this.#sharedKey!);
@@ -416,11 +435,16 @@ export class AzureStore implements ObjectStore {
   ): Promise<HttpResponse> {
     const accept = options.accept ?? isOk;
     let resigned = false;
+    let refreshed = false;
     for (;;) {
       const headers: Record<string, string> = { ...request.headers };
       const own = queryString(request.query);
       let url = this.#location.origin + request.path + own;
-      if (this.#sas) {
+      const token = await this.#tokens?.token({ signal: options.signal });
+      if (token) {
+        headers["x-ms-date"] = new Date(this.#clock.now() + this.#clockOffsetMs).toUTCString();
+        headers["authorization"] = `Bearer ${token}`;
+      } else if (this.#sas) {
         // A SAS is the whole authorization: appended to the URL, no Authorization header.
         url += own ? `&${this.#sas}` : `?${this.#sas}`;
       } else {
@@ -445,11 +469,21 @@ export class AzureStore implements ObjectStore {
         timeoutMs: this.#timeoutMs,
       }, { op, key, redact: this.#redact, clock: this.#clock });
       if (accept(response.status)) return response;
-      const info = parseErrorInfo(response.status, response.headers, response.body);
-      if (!resigned && !this.#sas && this.#skewed(info)) {
+      // Scrubbed before anything quotes (and cuts) it.
+      const info = parseErrorInfo(
+        response.status,
+        response.headers,
+        scrubBody(response.body, this.#redact),
+      );
+      if (!resigned && !this.#sas && !token && this.#skewed(info)) {
         resigned = true;
         this.#clockOffsetMs = info.serverTime!.getTime() - this.#clock.now();
         continue;
+      }
+      if (token && !refreshed && (info.status === 401 || info.status === 403)) {
+        // Revoked or ended early: one out-of-band refresh (rate-limited), one retry.
+        refreshed = true;
+        if (await this.#tokens!.refused(token, { signal: options.signal })) continue;
       }
       throw azureError(info, op, key, this.#redact, this.#hint(info, op));
     }
@@ -467,13 +501,20 @@ export class AzureStore implements ObjectStore {
       case "ContainerNotFound":
         return ` (container '${this.container}' does not exist at ${this.endpoint})`;
       case "AuthenticationFailed":
+        if (this.#tokens) {
+          return ` (the bearer token from ${this.#tokens.describe} was refused by ${this.endpoint})`;
+        }
         return this.#sas
           ? ` (the SAS token was refused by ${this.endpoint}: expired, wrong signature or scope)`
           : ` (the shared key does not match account '${this.account}' at ${this.endpoint})`;
       case "AuthorizationFailure":
         // Azure: a network rule or a disabled key kind; Azurite 3.35: any signature mismatch.
         return ` (account '${this.account}' at ${this.endpoint} refused the request: check the ${
-          this.#sas ? "SAS token" : "shared key"
+          this.#sas
+            ? "SAS token"
+            : this.#tokens
+            ? `identity ${this.#tokens.describe}`
+            : "shared key"
         } and the account's network rules)`;
       case "AuthorizationPermissionMismatch":
       case "AuthorizationResourceTypeMismatch":

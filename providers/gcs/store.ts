@@ -9,7 +9,7 @@ import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { forEachBounded } from "../concurrency.ts";
-import { redactingFetch, secretRedactor } from "../_redact.ts";
+import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
 import {
   type StagedCompletion,
   StagedMultipart,
@@ -31,7 +31,7 @@ import {
   StoreError,
   type UserMetadata,
 } from "../types.ts";
-import type { TokenSource } from "./credentials.ts";
+import type { TokenSource } from "./token_source.ts";
 import * as req from "./requests.ts";
 import {
   gcsError,
@@ -269,7 +269,13 @@ export class GcsStore implements ObjectStore {
   }
 
   close(): Promise<void> {
+    this.#tokens.close?.();
     return Promise.resolve();
+  }
+
+  /** Where the bearer tokens come from, for `tierd probe`'s report. */
+  get tokenSource(): TokenSource {
+    return this.#tokens;
   }
 
   /**
@@ -510,12 +516,13 @@ export class GcsStore implements ObjectStore {
         timeoutMs: this.#timeoutMs,
       }, { op, key, redact });
       if (accept(response.status)) return response;
-      if (response.status === 401 && token && !refreshed) {
+      if ((response.status === 401 || response.status === 403) && token && !refreshed) {
+        // Revoked or ended early: one out-of-band refresh (rate-limited), one retry.
         refreshed = true;
-        this.#tokens.invalidate(token);
-        continue;
+        if (await this.#tokens.refused(token, { signal: options.signal })) continue;
       }
-      const info = parseErrorInfo(response.status, response.body);
+      // Scrubbed before anything quotes (and cuts) it.
+      const info = parseErrorInfo(response.status, scrubBody(response.body, redact));
       throw gcsError(info, op, key, redact, this.#hint(info, op));
     }
   }

@@ -152,10 +152,13 @@ export function s3Error(
   op: string,
   key: string | undefined,
   redact: (text: string) => string = (t) => t,
+  /** Appended to the message, e.g. which credentials were refused. */
+  extraHint = "",
 ): StoreError {
-  const hint = info.region && (info.code === "AuthorizationHeaderMalformed" || info.status === 301)
-    ? ` (the bucket's region is '${info.region}')`
-    : "";
+  const hint =
+    (info.region && (info.code === "AuthorizationHeaderMalformed" || info.status === 301)
+      ? ` (the bucket's region is '${info.region}')`
+      : "") + extraHint;
   const clean = redact(info.message) === info.message ? info : new S3ErrorInfo(
     info.code,
     redact(info.message),

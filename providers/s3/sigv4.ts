@@ -376,3 +376,29 @@ export async function presignGetUrl(input: PresignInput): Promise<string> {
   return input.protocol + "//" + input.host + canonicalPath + "?" + canonicalQuery +
     "&X-Amz-Signature=" + sig;
 }
+
+/** What to send without signing: the same URL encoding as a signed request. */
+export interface UnsignedRequestInput {
+  protocol: string;
+  host: string;
+  path: string;
+  query?: readonly QueryParam[];
+  headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * An unsigned request (`credentials_source = "none"`: public buckets, anonymous MinIO): the URL
+ * encoded exactly as {@link signRequest} would, the headers as given, and no Authorization,
+ * `x-amz-date` or `x-amz-content-sha256` at all.
+ */
+export function unsignedRequest(
+  input: UnsignedRequestInput,
+): { url: string; headers: Record<string, string> } {
+  const canonicalPath = uriEncode(input.path, true);
+  const canonicalQuery = canonicalQueryString(input.query ?? []);
+  return {
+    url: input.protocol + "//" + input.host + canonicalPath +
+      (canonicalQuery ? "?" + canonicalQuery : ""),
+    headers: { ...input.headers },
+  };
+}

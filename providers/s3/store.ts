@@ -1,13 +1,16 @@
 // The S3 object store (AWS, MinIO, Ceph RGW, R2): builds each request (requests.ts), signs it
 // (sigv4.ts), sends it through the shared transport (../http.ts) and reads the answer
 // (responses.ts). The only state is the signing-key cache, the learned clock offset and the
-// address style.
+// address style; credentials come from a supplier (../credentials/) that keeps them fresh, and a
+// 401/403 gets one out-of-band refresh and one retry.
 import { bareEtag, checkMetadata, checkPartNumber, requireParts } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { xmlRepresentable } from "../_xml.ts";
-import { secretRedactor } from "../_redact.ts";
+import { scrubBody, secretRedactor } from "../_redact.ts";
+import type { CredentialSupplier } from "../credentials/types.ts";
+import { StaticSupplier } from "../credentials/chain.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
@@ -37,7 +40,13 @@ import {
   s3Error,
   type S3ErrorInfo,
 } from "./responses.ts";
-import { type Credentials, presignGetUrl, type SigningKeyEntry, signRequest } from "./sigv4.ts";
+import {
+  type Credentials,
+  presignGetUrl,
+  type SigningKeyEntry,
+  signRequest,
+  unsignedRequest,
+} from "./sigv4.ts";
 import { createMD5, type IHasher } from "hash-wasm";
 
 /** Configuration of an {@link S3Store}. */
@@ -46,7 +55,11 @@ export interface S3StoreOptions {
   endpoint?: string;
   region: string;
   bucket: string;
-  credentials: Credentials;
+  /**
+   * Fixed keys, a supplier that keeps temporary ones fresh, or `"none"`: unsigned requests (no
+   * Authorization header at all).
+   */
+  credentials: Credentials | CredentialSupplier<Credentials> | "none";
   /** `auto`: virtual-host style on AWS hosts, path style elsewhere. @default "auto" */
   urlStyle?: "auto" | "path" | "virtual";
   /** The fetch to send with (tests inject faults here). @default globalThis.fetch */
@@ -93,7 +106,7 @@ export class S3Store implements ObjectStore {
   readonly endpoint: string;
   readonly region: string;
   readonly bucket: string;
-  readonly #credentials: Credentials;
+  readonly #credentials: CredentialSupplier<Credentials> | undefined;
   readonly #urlStyle: "auto" | "path" | "virtual";
   readonly #fetch: FetchFn;
   readonly #clock: Clock;
@@ -109,7 +122,7 @@ export class S3Store implements ObjectStore {
     this.endpoint = options.endpoint || `https://s3.${options.region}.amazonaws.com`;
     this.region = options.region;
     this.bucket = options.bucket;
-    this.#credentials = { ...options.credentials };
+    this.#credentials = supplierOf(options.credentials);
     this.#urlStyle = options.urlStyle ?? "auto";
     this.#location = req.resolveLocation({ ...options, urlStyle: this.#urlStyle });
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
@@ -139,7 +152,17 @@ export class S3Store implements ObjectStore {
   }
 
   #describe(): string {
-    return `S3Store { bucket: ${this.bucket}, region: ${this.region}, style: ${this.addressStyle} }`;
+    return `S3Store { bucket: ${this.bucket}, region: ${this.region}, style: ${this.addressStyle}, credentials: ${this.credentials} }`;
+  }
+
+  /** Where the credentials come from (the source in use, `none`); never a secret. */
+  get credentials(): string {
+    return this.#credentials?.describe ?? "none";
+  }
+
+  /** The credential supplier, for `tierd probe`'s report; undefined for unsigned requests. */
+  get credentialSupplier(): CredentialSupplier<Credentials> | undefined {
+    return this.#credentials;
   }
 
   toJSON(): Record<string, string> {
@@ -347,6 +370,7 @@ export class S3Store implements ObjectStore {
 
   close(): Promise<void> {
     this.#keys.clear();
+    this.#credentials?.close();
     return Promise.resolve();
   }
 
@@ -395,14 +419,17 @@ export class S3Store implements ObjectStore {
   }
 
   /** A presigned GET URL for `key`, valid for `expiresSeconds` (1 s to 7 days). */
-  presignGet(key: string, expiresSeconds: number): Promise<string> {
+  async presignGet(key: string, expiresSeconds: number): Promise<string> {
     req.checkKey(key, "presignGet");
     const request = req.getObject(this.#location, key);
-    return presignGetUrl({
+    if (!this.#credentials) {
+      return unsignedRequest({ protocol: this.#location.protocol, ...request }).url;
+    }
+    return await presignGetUrl({
       protocol: this.#location.protocol,
       host: request.host,
       path: request.path,
-      credentials: this.#credentials,
+      credentials: await this.#credentials.get(),
       region: this.region,
       now: this.#signingTime(),
       expiresSeconds,
@@ -415,11 +442,11 @@ export class S3Store implements ObjectStore {
     return new Date(this.#clock.now() + this.#clockOffsetMs);
   }
 
-  /** Scrubs the secret and the session token (raw or URL-encoded) out of error text. */
-  readonly #redact = secretRedactor(() => [
-    this.#credentials.secretAccessKey,
-    this.#credentials.sessionToken,
-  ]);
+  /**
+   * Scrubs the access key id, the secret and the session token (raw or URL-encoded) — of every
+   * credential the supplier handed out — out of error text.
+   */
+  readonly #redact = secretRedactor(() => this.#credentials?.secrets() ?? []);
 
   /** Runs a response parser; its errors (which may quote the body) are scrubbed of secrets. */
   #parse<T>(parse: () => T): T {
@@ -457,20 +484,24 @@ export class S3Store implements ObjectStore {
   ): Promise<HttpResponse> {
     const accept = options.accept ?? isOk;
     let resigned = false;
+    let refreshed = false;
     let conflicts = 0;
     for (;;) {
-      const signed = await signRequest({
-        method: request.method,
-        protocol: this.#location.protocol,
-        host: request.host,
-        path: request.path,
-        query: request.query,
-        headers: request.headers,
-        credentials: this.#credentials,
-        region: this.region,
-        now: this.#signingTime(),
-        cache: this.#keys,
-      });
+      const credentials = await this.#credentials?.get({ signal: options.signal });
+      const signed = credentials
+        ? await signRequest({
+          method: request.method,
+          protocol: this.#location.protocol,
+          host: request.host,
+          path: request.path,
+          query: request.query,
+          headers: request.headers,
+          credentials,
+          region: this.region,
+          now: this.#signingTime(),
+          cache: this.#keys,
+        })
+        : unsignedRequest({ protocol: this.#location.protocol, ...request });
       const response = await sendHttp(this.#fetch, {
         method: request.method,
         url: signed.url,
@@ -482,7 +513,12 @@ export class S3Store implements ObjectStore {
       if (!this.#minio && /^minio/i.test(response.headers.get("server") ?? "")) this.#minio = true;
       if (accept(response.status)) return response;
 
-      const info = parseErrorInfo(response.status, response.headers, response.body);
+      // Scrubbed before anything quotes (and cuts) it: a proxy may echo the Authorization header.
+      const info = parseErrorInfo(
+        response.status,
+        response.headers,
+        scrubBody(response.body, this.#redact),
+      );
       if (!resigned && this.#skewed(info, response.body.byteLength === 0)) {
         resigned = true;
         this.#clockOffsetMs = info.serverTime!.getTime() - this.#clock.now();
@@ -495,6 +531,14 @@ export class S3Store implements ObjectStore {
           this.#clock,
         );
         continue;
+      }
+      if ((info.status === 401 || info.status === 403) && credentials && this.#credentials) {
+        // A credential revoked or ended early: one out-of-band refresh (rate-limited), one retry.
+        if (!refreshed) {
+          refreshed = true;
+          if (await this.#credentials.refused(credentials, { signal: options.signal })) continue;
+        }
+        throw s3Error(info, op, key, this.#redact, ` (credentials from ${this.credentials})`);
       }
       throw s3Error(info, op, key, this.#redact);
     }
@@ -513,4 +557,18 @@ export class S3Store implements ObjectStore {
 function created(response: HttpResponse): PutResult {
   const etag = response.headers.get("etag");
   return etag ? { status: "Created", etag: bareEtag(etag) } : { status: "Created" };
+}
+
+/** The supplier behind the `credentials` option (undefined: unsigned). */
+function supplierOf(
+  credentials: Credentials | CredentialSupplier<Credentials> | "none",
+): CredentialSupplier<Credentials> | undefined {
+  if (credentials === "none") return undefined;
+  if ("get" in credentials) return credentials;
+  const fixed = { ...credentials };
+  return new StaticSupplier("static", fixed, [
+    fixed.accessKeyId,
+    fixed.secretAccessKey,
+    fixed.sessionToken,
+  ]);
 }

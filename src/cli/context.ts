@@ -1,10 +1,12 @@
-// Loads what most commands share: the config, a logger that scrubs its secrets, the store.
+// Loads what most commands share: the config, a logger that scrubs its secrets (the config's and,
+// once the store is open, every credential its sources handed out), the store.
 import { loadConfig } from "../config/load.ts";
 import { secretValues } from "../config/redact.ts";
 import type { Config } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
-import { createLogger, type Logger } from "../log.ts";
+import { createLogger, type Logger, registerProcessSecrets, scrubSecrets } from "../log.ts";
 import { type OpenedStore, openStore } from "../store.ts";
+import type { CredentialDeps } from "../store_credentials.ts";
 
 /** The default config path. */
 export const DEFAULT_CONFIG = "tierd.toml";
@@ -13,6 +15,10 @@ export interface CommandContext {
   configPath: string;
   config: Config;
   logger: Logger;
+  /** Scrubs every secret known now (the config's, the store credentials') from a text. */
+  scrub(text: string): string;
+  /** Adds a source of secrets (the opened store's credentials) to the logger and `scrub`. */
+  addSecrets(secrets: () => string[]): void;
 }
 
 /** Loads the config at `--config` (or ./tierd.toml) and a logger for it. */
@@ -22,11 +28,26 @@ export async function loadContext(configFlag: unknown): Promise<CommandContext> 
     : DEFAULT_CONFIG;
   const config = await loadConfig(configPath);
   await initHashes();
-  const logger = createLogger({ level: config.agent.log_level, secrets: secretValues(config) });
-  return { configPath, config, logger };
+  const fixed = secretValues(config);
+  const dynamic: (() => string[])[] = [];
+  const secrets = () => [...fixed, ...dynamic.flatMap((f) => f())];
+  const logger = createLogger({ level: config.agent.log_level, secrets });
+  registerProcessSecrets(secrets);
+  return {
+    configPath,
+    config,
+    logger,
+    scrub: (text) => scrubSecrets(text, secrets()),
+    addSecrets: (f) => void dynamic.push(f),
+  };
 }
 
-/** Opens the configured store; a config with tiering disabled is a usage problem. */
-export function storeFor(ctx: CommandContext): Promise<OpenedStore> {
-  return openStore(ctx.config);
+/** Opens the configured store and adds its credentials' secrets to the context's scrubbing. */
+export async function storeFor(
+  ctx: CommandContext,
+  deps: CredentialDeps = {},
+): Promise<OpenedStore> {
+  const opened = await openStore(ctx.config, deps);
+  ctx.addSecrets(opened.secrets);
+  return opened;
 }

@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 1 the operation failed, 2 bad usage or bad configuration.
 import { ConfigError } from "../config/error.ts";
 import { StateDirLocked } from "../runtime/state_lock.ts";
+import { scrubProcessSecrets } from "../log.ts";
 import { VERSION } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { genCommand } from "./gen.ts";
@@ -71,10 +72,12 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof ConfigError || err instanceof StateDirLocked) {
-      console.error(`tierd: ${err.message}`);
+      console.error(scrubProcessSecrets(`tierd: ${err.message}`));
       return 2;
     }
-    console.error(`tierd: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      scrubProcessSecrets(`tierd: ${err instanceof Error ? err.message : String(err)}`),
+    );
     return 1;
   }
 }

@@ -13,6 +13,7 @@ import { watch as fsWatch } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
+import type { EventEmitter } from "node:events";
 
 /** A running watch of one directory. */
 export interface DirWatcher {
@@ -60,7 +61,8 @@ export const watchDir: WatchFn = (path, options, onChange, onEnd) => {
     };
   }
   const watcher = fsWatch(path, { recursive: options.recursive }, () => onChange());
-  watcher.on("error", () => {
+  // An FSWatcher is an EventEmitter (its typings in the pinned @types/node say less).
+  (watcher as unknown as EventEmitter).on("error", () => {
     watcher.close();
     onEnd();
   });

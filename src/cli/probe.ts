@@ -1,5 +1,7 @@
-// `tierd probe`: the boot probe alone — one-key LIST against the configured store.
-import { probeStore } from "../../providers/probe.ts";
+// `tierd probe`: the boot probe alone — one-key LIST against the configured store — and which
+// credential source answered, and why the others in the chain were skipped.
+import { systemClock } from "../../providers/clock.ts";
+import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { parseFlags } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
@@ -7,14 +9,29 @@ import { loadContext, storeFor } from "./context.ts";
 export async function probeCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(args, {});
   const ctx = await loadContext(values.config);
-  const { store, prefix, describe } = await storeFor(ctx);
+  const opened = await storeFor(ctx);
+  const { store, prefix, describe } = opened;
+  const credentialLines = () => {
+    const lines = opened.credentials
+      ? describeCredentials(opened.credentials(), systemClock.now())
+      : [];
+    if (opened.regionFrom) lines.push(`region from ${opened.regionFrom}`);
+    return lines;
+  };
   try {
     const result = await probeStore(store, prefix);
     if (!result.ok) {
-      console.error(`tierd: probe failed: ${describe}: ${result.reason}`);
+      // One line: the reason, then the chain (which source answered, why others were skipped).
+      const chain = credentialLines().map((l) => l.trim()).join("; ");
+      console.error(
+        ctx.scrub(
+          `tierd: probe failed: ${describe}: ${result.reason}${chain ? ` [${chain}]` : ""}`,
+        ),
+      );
       return 1;
     }
     console.log(`probe ok: ${describe}, prefix "${prefix}"`);
+    console.log(ctx.scrub(credentialLines().join("\n")));
     return 0;
   } finally {
     await store.close?.();

@@ -35,7 +35,7 @@ export async function restoreCommand(args: string[]): Promise<number> {
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {
-      console.error(`tierd: probe failed: ${opened.describe}: ${probe.reason}`);
+      console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
     }
     const progress = new Map<string, Progress>();
@@ -68,7 +68,9 @@ export async function restoreCommand(args: string[]): Promise<number> {
       },
     });
     if (results.length === 0) {
-      console.error(`tierd: nothing to restore under ${opened.describe} for cluster ${clusterId}`);
+      console.error(
+        ctx.scrub(`tierd: nothing to restore under ${opened.describe} for cluster ${clusterId}`),
+      );
       return 1;
     }
     for (const r of results) {
@@ -81,7 +83,7 @@ export async function restoreCommand(args: string[]): Promise<number> {
     return results.some((r) => r.problems.length > 0) ? 1 : 0;
   } catch (err) {
     if (err instanceof RestoreRefused) {
-      console.error(`tierd: ${err.message}`);
+      console.error(ctx.scrub(`tierd: ${err.message}`));
       return 2;
     }
     throw err;

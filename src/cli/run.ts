@@ -12,7 +12,7 @@ import { createApp } from "../http/app.ts";
 import { listenOptions, serve } from "../http/serve.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
-import { cacheObserver, tierObserver } from "../metrics/observers.ts";
+import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
@@ -20,9 +20,7 @@ import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
-import { secretValues } from "../config/redact.ts";
 import type { Config } from "../config/schema.ts";
-import { foreignTextScrubber } from "../scrub.ts";
 import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 import { PartitionWatch } from "./partition_watch.ts";
@@ -40,20 +38,20 @@ export async function runCommand(args: string[]): Promise<number> {
   }
   // One agent per state dir, for the life of the process (the kernel drops it on exit).
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
-  const opened = await storeFor(ctx);
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
+  const opened = await storeFor(ctx, {
+    observer: credentialObserver(metrics, registry, systemClock),
+  });
   const store = instrumentStore(opened.store, metrics);
-  // What the store or the broker answered is foreign text: scrubbed before it is printed.
-  const scrub = foreignTextScrubber(secretValues(config));
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {
-      console.error(`tierd: probe failed: ${opened.describe}: ${scrub(probe.reason)}`);
+      console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
-    if (values.once) return await runOnce(ctx, store, opened.prefix, scrub);
+    if (values.once) return await runOnce(ctx, store, opened.prefix);
     return await runAgent(ctx, store, opened, registry, metrics);
   } finally {
     await opened.store.close?.();
@@ -64,7 +62,6 @@ async function runOnce(
   ctx: CommandContext,
   store: ObjectStore,
   prefix: string,
-  scrub: (text: string) => string,
 ): Promise<number> {
   const worker = new TierWorker({
     config: ctx.config,
@@ -91,9 +88,9 @@ async function runOnce(
     });
     if (report.errors.length > 0) {
       console.error(
-        `tierd: pass incomplete: ${report.errors.length} error(s); first: ${
-          scrub(report.errors[0])
-        }`,
+        ctx.scrub(
+          `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+        ),
       );
       return 1;
     }
@@ -166,6 +163,7 @@ async function runAgent(
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
     evictionBlocks: () => worker.evictionBlocks(),
+    scrub: ctx.scrub,
   });
   const server = await serve(app, {
     ...listenOptions(config.agent.listen),

@@ -44,7 +44,8 @@ export async function loadConfig(path: string, env: Env = process.env): Promise<
  * @param text the TOML document
  * @param source the file it came from: named in errors, and its directory is the base for
  *   relative paths (`agent.data_dir`, `agent.state_dir`, `tiered_storage.fs.path`,
- *   `tiered_storage.cache.path`, `tiered_storage.gcs.service_account_key`)
+ *   `tiered_storage.cache.path`, `tiered_storage.gcs.service_account_key`, the token and
+ *   credentials files)
  * @param env where the `TIERD_*` secret overrides are read from; defaults to `process.env`
  * @param options.notSupported keys refused as "not supported yet" @default NOT_SUPPORTED_YET
  * @returns the config with defaults filled and paths absolute
@@ -154,7 +155,13 @@ function resolvePaths(config: Config, base: string): Config {
     tiered_storage: {
       ...ts,
       fs: { ...ts.fs, path: abs(ts.fs.path) },
-      gcs: { ...ts.gcs, service_account_key: abs(ts.gcs.service_account_key) },
+      s3: { ...ts.s3, web_identity_token_file: abs(ts.s3.web_identity_token_file) },
+      gcs: {
+        ...ts.gcs,
+        service_account_key: abs(ts.gcs.service_account_key),
+        credentials_file: abs(ts.gcs.credentials_file),
+      },
+      azure: { ...ts.azure, federated_token_file: abs(ts.azure.federated_token_file) },
       cache: {
         ...ts.cache,
         path: ts.cache.path === "" ? join(state_dir, "cache") : abs(ts.cache.path),

@@ -42,18 +42,25 @@ export function checkRules(config: Config): RuleViolation[] {
       case "s3": {
         const s3 = ts.s3;
         if (s3.bucket === "") need(["tiered_storage", "s3", "bucket"], `a bucket name ${when}`);
-        if (s3.region === "") need(["tiered_storage", "s3", "region"], `a region ${when}`);
-        if (s3.credentials_source === "static") {
+        const keysHalfSet = (s3.access_key === "") !== (s3.secret_key === "");
+        if (
+          s3.credentials_source === "static" ||
+          (s3.credentials_source === "auto" && keysHalfSet)
+        ) {
           if (s3.access_key === "") {
             need(
               ["tiered_storage", "s3", "access_key"],
-              `an access key (or env TIERD_S3_ACCESS_KEY) ${when} and credentials_source = "static"`,
+              `an access key (or env TIERD_S3_ACCESS_KEY) ${when} and credentials_source = "${s3.credentials_source}"${
+                s3.credentials_source === "auto" ? " and secret_key is set" : ""
+              }`,
             );
           }
           if (s3.secret_key === "") {
             need(
               ["tiered_storage", "s3", "secret_key"],
-              `a secret key (or env TIERD_S3_SECRET_KEY) ${when} and credentials_source = "static"`,
+              `a secret key (or env TIERD_S3_SECRET_KEY) ${when} and credentials_source = "${s3.credentials_source}"${
+                s3.credentials_source === "auto" ? " and access_key is set" : ""
+              }`,
             );
           }
         }
@@ -84,10 +91,15 @@ export function checkRules(config: Config): RuleViolation[] {
         if (az.container === "") {
           need(["tiered_storage", "azure", "container"], `a container name ${when}`);
         }
-        if (az.shared_key === "" && az.sas_token === "") {
+        if (az.credentials_source === "shared_key" && az.shared_key === "") {
           need(
             ["tiered_storage", "azure", "shared_key"],
-            `one of shared_key (env TIERD_AZURE_KEY) or sas_token (env TIERD_AZURE_SAS) ${when}`,
+            `a shared key (or env TIERD_AZURE_KEY) ${when} and credentials_source = "shared_key"`,
+          );
+        } else if (az.credentials_source === "sas" && az.sas_token === "") {
+          need(
+            ["tiered_storage", "azure", "sas_token"],
+            `a SAS token (or env TIERD_AZURE_SAS) ${when} and credentials_source = "sas"`,
           );
         } else if (az.shared_key !== "" && az.sas_token !== "") {
           need(

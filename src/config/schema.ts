@@ -88,10 +88,37 @@ export interface HousekeepingConfig {
   verify_interval: number;
 }
 
+/** The credential sources of `[tiered_storage.s3]`. */
+export type AwsCredentialsSource =
+  | "auto"
+  | "static"
+  | "env"
+  | "profile"
+  | "web_identity"
+  | "container"
+  | "imds"
+  | "none";
+/** The credential sources of `[tiered_storage.gcs]`. */
+export type GcsCredentialsSource =
+  | "auto"
+  | "service_account"
+  | "external_account"
+  | "metadata"
+  | "static"
+  | "none";
+/** The credential sources of `[tiered_storage.azure]`. */
+export type AzureCredentialsSource =
+  | "auto"
+  | "shared_key"
+  | "sas"
+  | "workload_identity"
+  | "client_secret"
+  | "managed_identity";
+
 /** `[tiered_storage.s3]`: AWS S3 and S3-compatible stores. */
 export interface S3Config {
   bucket: string;
-  /** @default "us-east-1" */
+  /** `""`: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else us-east-1. @default "" */
   region: string;
   /** `""` = AWS; set for MinIO, Ceph RGW, R2. */
   endpoint: string;
@@ -105,8 +132,30 @@ export interface S3Config {
   secret_key: string;
   /** Secret; env `TIERD_S3_SESSION_TOKEN`. */
   session_token: string;
-  /** `static`: the keys above; `none`: unsigned requests. @default "static" */
-  credentials_source: "static" | "none";
+  /**
+   * Where credentials come from. `auto` walks: the keys above, the environment, the shared
+   * files' profile, web identity, container credentials, EC2 IMDSv2. `static`: the keys above;
+   * `none`: unsigned requests (no Authorization header). @default "auto"
+   */
+  credentials_source: AwsCredentialsSource;
+  /** Profile of the shared credentials/config files; `""`: AWS_PROFILE, else `default`. */
+  profile: string;
+  /** Web identity token file; `""`: AWS_WEB_IDENTITY_TOKEN_FILE. */
+  web_identity_token_file: string;
+  /** Role for web identity; `""`: AWS_ROLE_ARN. */
+  web_identity_role_arn: string;
+  /** Set: STS AssumeRole this role on top of the credentials the source gives. */
+  assume_role_arn: string;
+  /** `""`: `tierd-` and random digits. */
+  assume_role_session_name: string;
+  /** The role's external id, if its trust policy asks for one. */
+  assume_role_external_id: string;
+  /** Milliseconds asked of STS for temporary credentials; 15 min to 12 h. @default 1 h */
+  credentials_duration: number;
+  /** STS endpoint; `""`: the S3 endpoint when it is not AWS (MinIO), else STS in the region. */
+  sts_endpoint: string;
+  /** EC2 instance metadata; `""`: AWS_EC2_METADATA_SERVICE_ENDPOINT, else 169.254.169.254. */
+  imds_endpoint: string;
   /** Use `If-None-Match: *` on PUT; false falls back to HEAD-then-PUT. @default true */
   conditional_writes: boolean;
 }
@@ -126,10 +175,18 @@ export interface GcsConfig {
   prefix: string;
   /** `""` = Google's; set for fake-gcs-server. */
   endpoint: string;
-  /** @default "service_account" */
-  credentials_source: "service_account" | "metadata" | "static" | "none";
+  /**
+   * `auto` (application default credentials): `token`, `service_account_key`,
+   * `credentials_file` or GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, the metadata server.
+   * @default "auto"
+   */
+  credentials_source: GcsCredentialsSource;
   /** Path to the service account JSON key file; absolute after loading, `""` if unset. */
   service_account_key: string;
+  /** A credentials file (service account or external_account); `""`: GOOGLE_APPLICATION_CREDENTIALS. */
+  credentials_file: string;
+  /** `""`: GCE_METADATA_HOST, else http://metadata.google.internal. */
+  metadata_endpoint: string;
   /** Static bearer token; secret; env `TIERD_GCS_TOKEN`. */
   token: string;
 }
@@ -146,6 +203,23 @@ export interface AzureConfig {
   shared_key: string;
   /** Secret; env `TIERD_AZURE_SAS`. */
   sas_token: string;
+  /**
+   * `auto`: the SAS or shared key when set, else Entra ID tokens from workload identity, a
+   * client secret, then the managed identity. @default "auto"
+   */
+  credentials_source: AzureCredentialsSource;
+  /** App (client) id; `""`: AZURE_CLIENT_ID. */
+  client_id: string;
+  /** Tenant id; `""`: AZURE_TENANT_ID. */
+  tenant_id: string;
+  /** Secret; env `TIERD_AZURE_CLIENT_SECRET`; `""`: AZURE_CLIENT_SECRET. */
+  client_secret: string;
+  /** `""`: AZURE_FEDERATED_TOKEN_FILE. */
+  federated_token_file: string;
+  /** `""`: AZURE_AUTHORITY_HOST, else https://login.microsoftonline.com. */
+  authority_host: string;
+  /** `""`: http://169.254.169.254. */
+  imds_endpoint: string;
 }
 
 /** `[tiered_storage.cache]`: the local chunk cache for remote reads. */
@@ -395,16 +469,40 @@ const housekeepingSchema = z.strictObject({
   verify_interval: duration(positive).prefault("6 h"),
 });
 
+const ARN = z.string().refine((s) => s === "" || /^arn:[a-z-]+:[a-z0-9-]*:/.test(s), {
+  message: 'an ARN like "arn:aws:iam::123456789012:role/tierd", or ""',
+});
+
 const s3Schema = z.strictObject({
   bucket: z.string().prefault(""),
-  region: z.string().prefault("us-east-1"),
+  region: z.string().prefault(""),
   endpoint: httpUrl("AWS").prefault(""),
   url_style: z.enum(["auto", "path", "virtual"]).prefault("auto"),
   prefix: PREFIX.prefault("iggy"),
   access_key: z.string().prefault(""),
   secret_key: z.string().prefault(""),
   session_token: z.string().prefault(""),
-  credentials_source: z.enum(["static", "none"]).prefault("static"),
+  credentials_source: z.enum(
+    ["auto", "static", "env", "profile", "web_identity", "container", "imds", "none"],
+    {
+      message:
+        'one of "auto", "static", "env", "profile", "web_identity", "container", "imds", "none"',
+    },
+  ).prefault("auto"),
+  profile: z.string().prefault(""),
+  web_identity_token_file: z.string().prefault(""),
+  web_identity_role_arn: ARN.prefault(""),
+  assume_role_arn: ARN.prefault(""),
+  assume_role_session_name: z.string().regex(/^[\w+=,.@-]{0,64}$/, {
+    message: "at most 64 of letters, digits and +=,.@_-",
+  }).prefault(""),
+  assume_role_external_id: z.string().prefault(""),
+  credentials_duration: duration({
+    ok: (n) => n >= 900_000 && n <= 12 * 3_600_000,
+    expected: "between 15 min and 12 h (what STS accepts)",
+  }).prefault("1 h"),
+  sts_endpoint: httpUrl("STS in the region, or the S3 endpoint when it is not AWS").prefault(""),
+  imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
   conditional_writes: z.boolean().prefault(true),
 });
 
@@ -417,9 +515,15 @@ const gcsSchema = z.strictObject({
   bucket: z.string().prefault(""),
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("Google's endpoint").prefault(""),
-  credentials_source: z.enum(["service_account", "metadata", "static", "none"])
-    .prefault("service_account"),
+  credentials_source: z.enum(
+    ["auto", "service_account", "external_account", "metadata", "static", "none"],
+    {
+      message: 'one of "auto", "service_account", "external_account", "metadata", "static", "none"',
+    },
+  ).prefault("auto"),
   service_account_key: z.string().prefault(""),
+  credentials_file: z.string().prefault(""),
+  metadata_endpoint: httpUrl("GCE_METADATA_HOST or metadata.google.internal").prefault(""),
   token: z.string().prefault(""),
 });
 
@@ -430,6 +534,19 @@ const azureSchema = z.strictObject({
   endpoint: httpUrl("https://{account}.blob.core.windows.net").prefault(""),
   shared_key: z.string().prefault(""),
   sas_token: z.string().prefault(""),
+  credentials_source: z.enum(
+    ["auto", "shared_key", "sas", "workload_identity", "client_secret", "managed_identity"],
+    {
+      message:
+        'one of "auto", "shared_key", "sas", "workload_identity", "client_secret", "managed_identity"',
+    },
+  ).prefault("auto"),
+  client_id: z.string().prefault(""),
+  tenant_id: z.string().prefault(""),
+  client_secret: z.string().prefault(""),
+  federated_token_file: z.string().prefault(""),
+  authority_host: httpUrl("AZURE_AUTHORITY_HOST or login.microsoftonline.com").prefault(""),
+  imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
 });
 
 const cacheSchema = z.strictObject({

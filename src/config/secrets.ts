@@ -20,6 +20,7 @@ export const SECRET_FIELDS: readonly SecretField[] = [
   { path: ["tiered_storage", "gcs", "token"], env: "TIERD_GCS_TOKEN" },
   { path: ["tiered_storage", "azure", "shared_key"], env: "TIERD_AZURE_KEY" },
   { path: ["tiered_storage", "azure", "sas_token"], env: "TIERD_AZURE_SAS" },
+  { path: ["tiered_storage", "azure", "client_secret"], env: "TIERD_AZURE_CLIENT_SECRET" },
 ];
 
 /** Shown in place of a secret that is set. An unset secret shows as `""`. */

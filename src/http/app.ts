@@ -51,6 +51,12 @@ export interface AppOptions {
   startedAt?: number;
   /** @default read.logger */
   logger?: Logger;
+  /**
+   * Scrubs secrets (config and store credentials) from error messages and admin reports before
+   * they are sent: the providers already scrub their errors, this is the last line of defence.
+   * @default no scrubbing
+   */
+  scrub?: (text: string) => string;
 }
 
 /** One partition in `GET /v1/partitions`; 64-bit values are decimal strings. */
@@ -153,6 +159,7 @@ export function createApp(o: AppOptions): Hono {
   const clock = o.read.clock;
   const startedAt = o.startedAt ?? clock.now();
   const logger = o.logger ?? o.read.logger;
+  const scrub = o.scrub ?? ((text: string) => text);
 
   app.onError((err, c) => {
     const e = toApiError(err);
@@ -160,7 +167,7 @@ export function createApp(o: AppOptions): Hono {
       logger.error("request failed", { path: c.req.path, status: e.status, err });
     }
     for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
-    return c.json({ error: e.code, message: e.message }, e.status);
+    return c.json({ error: e.code, message: scrub(e.message) }, e.status);
   });
 
   app.notFound((c) =>
@@ -276,7 +283,7 @@ export function createApp(o: AppOptions): Hono {
       }
       logger.info("admin operation", { op: name });
       const report = await op();
-      return c.body(jsonText({ ok: true, op: name, report: report ?? null }), 200, {
+      return c.body(scrub(jsonText({ ok: true, op: name, report: report ?? null })), 200, {
         "content-type": "application/json",
       });
     });

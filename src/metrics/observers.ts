@@ -1,6 +1,10 @@
-// Adapts what the tier worker and the chunk cache report to tierd's Prometheus metrics.
+// Adapts what the tier worker, the chunk cache and the store credentials report to tierd's
+// Prometheus metrics.
+import type { Clock } from "../../providers/clock.ts";
+import type { CredentialObserver } from "../../providers/credentials/types.ts";
 import type { CacheStats } from "../cache/stats.ts";
 import type { PartitionId } from "../layout/partition.ts";
+import type { Registry } from "./registry.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import type { TierdMetrics } from "./tierd.ts";
 
@@ -53,5 +57,29 @@ export function cacheObserver(m: TierdMetrics): CacheStats {
       m.cacheBudgetExhausted.set(undefined, 0);
     },
     full: () => m.cacheBudgetExhausted.set(undefined, 1),
+  };
+}
+
+/**
+ * A {@link CredentialObserver} behind `tierd_credentials_expiry_seconds` (seconds left, computed
+ * on each scrape) and `tierd_credentials_refreshes_total`.
+ */
+export function credentialObserver(
+  m: TierdMetrics,
+  registry: Registry,
+  clock: Clock,
+): CredentialObserver {
+  const expiries = new Map<string, number | undefined>();
+  registry.onCollect(() => {
+    m.credentialsExpiry.reset();
+    for (const [source, at] of expiries) {
+      if (at !== undefined) {
+        m.credentialsExpiry.set({ source }, Math.max(0, (at - clock.now()) / 1000));
+      }
+    }
+  });
+  return {
+    expiry: (source, at) => void expiries.set(source, at),
+    refresh: (source, outcome) => m.credentialRefreshes.inc({ source, outcome }),
   };
 }

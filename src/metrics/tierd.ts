@@ -72,6 +72,13 @@ export interface TierdMetrics {
   reads: Counter<"source" | "outcome">;
   /** `tierd_read_bytes_total{source}`: record bytes returned by reads. */
   readBytes: Counter<"source">;
+  /**
+   * `tierd_credentials_expiry_seconds{source}`: seconds until the store credential from `source`
+   * expires (refreshed at 90 % of its lifetime); no series for credentials that never expire.
+   */
+  credentialsExpiry: Gauge<"source">;
+  /** `tierd_credentials_refreshes_total{source,outcome}`: credential refreshes by outcome. */
+  credentialRefreshes: Counter<"source" | "outcome">;
   /** `tierd_build_info{version}`: always 1. */
   buildInfo: Gauge<"version">;
   /** `tierd_start_time_seconds`: when the process started, seconds since the epoch. */
@@ -207,6 +214,16 @@ export function createTierdMetrics(
       "tierd_read_bytes_total",
       "Record bytes returned by reads.",
       ["source"],
+    ),
+    credentialsExpiry: registry.gauge(
+      "tierd_credentials_expiry_seconds",
+      "Seconds until the store credential from this source expires.",
+      ["source"],
+    ),
+    credentialRefreshes: registry.counter(
+      "tierd_credentials_refreshes_total",
+      "Store credential refreshes by source and outcome (ok, failed).",
+      ["source", "outcome"],
     ),
     buildInfo: registry.gauge("tierd_build_info", "Always 1; labelled with the version.", [
       "version",

@@ -118,14 +118,23 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       },
       s3: {
         bucket: "",
-        region: "us-east-1",
+        region: "",
         endpoint: "",
         url_style: "auto",
         prefix: "iggy",
         access_key: "",
         secret_key: "",
         session_token: "",
-        credentials_source: "static",
+        credentials_source: "auto",
+        profile: "",
+        web_identity_token_file: "",
+        web_identity_role_arn: "",
+        assume_role_arn: "",
+        assume_role_session_name: "",
+        assume_role_external_id: "",
+        credentials_duration: 3_600_000,
+        sts_endpoint: "",
+        imds_endpoint: "",
         conditional_writes: true,
       },
       fs: { path: "", prefix: "iggy" },
@@ -133,8 +142,10 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         bucket: "",
         prefix: "iggy",
         endpoint: "",
-        credentials_source: "service_account",
+        credentials_source: "auto",
         service_account_key: "",
+        credentials_file: "",
+        metadata_endpoint: "",
         token: "",
       },
       azure: {
@@ -144,6 +155,13 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         endpoint: "",
         shared_key: "",
         sas_token: "",
+        credentials_source: "auto",
+        client_id: "",
+        tenant_id: "",
+        client_secret: "",
+        federated_token_file: "",
+        authority_host: "",
+        imds_endpoint: "",
       },
       cache: {
         path: "/etc/tierd/var/state/cache",
@@ -259,11 +277,39 @@ Deno.test("every problem is reported at once, one per line", () => {
 const ENABLED = (backend: string) =>
   `${BASE}[tiered_storage]\nenabled = true\nbackend = "${backend}"\n`;
 
-Deno.test("rule: enabled s3 needs a bucket, a region and static credentials", () => {
+Deno.test("rule: enabled s3 needs a bucket, and both keys or neither", () => {
   const s3 = `${ENABLED("s3")}[tiered_storage.s3]\n`;
   assertRefused(`${s3}region = "eu-west-1"\n`, "tiered_storage.s3.bucket", undefined, /bucket/);
   assertRefused(`${s3}bucket = ""\n`, "tiered_storage.s3.bucket", '""', /backend = "s3"/);
-  assertRefused(`${s3}bucket = "b"\nregion = ""\n`, "tiered_storage.s3.region", '""');
+  // An empty region is resolved from the environment and the shared config file.
+  assert.equal(
+    parseConfig(`${s3}bucket = "b"\nregion = ""\n`, SOURCE, {}).tiered_storage.s3.region,
+    "",
+  );
+  assertRefused(
+    `${s3}bucket = "b"\ncredentials_source = "static"\n`,
+    "tiered_storage.s3.access_key",
+    undefined,
+    /credentials_source = "static"/,
+  );
+  assertRefused(
+    `${s3}bucket = "b"\ncredentials_source = "sts"\n`,
+    "tiered_storage.s3.credentials_source",
+    '"sts"',
+    /"web_identity"/,
+  );
+  assertRefused(
+    `${s3}bucket = "b"\nassume_role_arn = "role/tierd"\n`,
+    "tiered_storage.s3.assume_role_arn",
+    '"role/tierd"',
+    /arn:aws:iam/,
+  );
+  assertRefused(
+    `${s3}bucket = "b"\ncredentials_duration = "5 m"\n`,
+    "tiered_storage.s3.credentials_duration",
+    '"5 m"',
+    /15 min/,
+  );
   assertRefused(
     `${s3}bucket = "b"\naccess_key = "AKIA"\n`,
     "tiered_storage.s3.secret_key",
@@ -289,7 +335,19 @@ Deno.test("rule: enabled s3 needs a bucket, a region and static credentials", ()
 Deno.test("rule: enabled gcs needs a bucket and its credentials", () => {
   const gcs = `${ENABLED("gcs")}[tiered_storage.gcs]\n`;
   assertRefused(`${gcs}credentials_source = "none"\n`, "tiered_storage.gcs.bucket", undefined);
-  assertRefused(`${gcs}bucket = "b"\n`, "tiered_storage.gcs.service_account_key", undefined);
+  assertRefused(
+    `${gcs}bucket = "b"\ncredentials_source = "service_account"\n`,
+    "tiered_storage.gcs.service_account_key",
+    undefined,
+  );
+  // auto (application default credentials) needs nothing in the file.
+  parseConfig(`${gcs}bucket = "b"\n`, SOURCE, {});
+  assertRefused(
+    `${gcs}bucket = "b"\ncredentials_source = "adc"\n`,
+    "tiered_storage.gcs.credentials_source",
+    '"adc"',
+    /"external_account"/,
+  );
   assertRefused(
     `${gcs}bucket = "b"\ncredentials_source = "static"\n`,
     "tiered_storage.gcs.token",
@@ -299,7 +357,7 @@ Deno.test("rule: enabled gcs needs a bucket and its credentials", () => {
   assert.equal(ok.tiered_storage.gcs.service_account_key, "/etc/tierd/key.json");
 });
 
-Deno.test("rule: enabled azure needs account, container and exactly one of shared_key, sas_token", () => {
+Deno.test("rule: enabled azure needs account, container, at most one of shared_key, sas_token", () => {
   const az = `${ENABLED("azure")}[tiered_storage.azure]\n`;
   assertRefused(
     `${az}container = "c"\nshared_key = "k"\n`,
@@ -312,11 +370,19 @@ Deno.test("rule: enabled azure needs account, container and exactly one of share
     undefined,
   );
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\n`,
+    `${az}account = "a"\ncontainer = "c"\ncredentials_source = "shared_key"\n`,
     "tiered_storage.azure.shared_key",
     undefined,
-    /sas_token/,
+    /TIERD_AZURE_KEY/,
   );
+  assertRefused(
+    `${az}account = "a"\ncontainer = "c"\ncredentials_source = "sas"\n`,
+    "tiered_storage.azure.sas_token",
+    undefined,
+    /TIERD_AZURE_SAS/,
+  );
+  // auto without a key or SAS: Entra ID tokens (workload identity, client secret, IMDS).
+  parseConfig(`${az}account = "a"\ncontainer = "c"\n`, SOURCE, {});
   assertRefused(
     `${az}account = "a"\ncontainer = "c"\nshared_key = "k"\nsas_token = "s"\n`,
     "tiered_storage.azure.sas_token",
@@ -462,6 +528,7 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
       "TIERD_S3_SESSION_TOKEN",
       "TIERD_AZURE_KEY",
       "TIERD_AZURE_SAS",
+      "TIERD_AZURE_CLIENT_SECRET",
       "TIERD_GCS_TOKEN",
       "TIERD_API_TOKEN",
       "TIERD_BROKER_PASSWORD",

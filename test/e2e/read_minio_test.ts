@@ -3,6 +3,7 @@
 // and a read spanning the remote/local boundary — each byte-compared with the original files.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
+import type { EventEmitter } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generatePartition } from "../../src/format/generate.ts";
@@ -123,7 +124,8 @@ Deno.test("cold, warm and boundary-spanning reads through the binary against Min
       );
     } finally {
       agent.kill("SIGTERM");
-      await new Promise((r) => agent.once("exit", r));
+      // Typed through EventEmitter: @types/node 25 (pulled in by a dev dependency) narrows it.
+      await new Promise((r) => (agent as unknown as EventEmitter).once("exit", r));
     }
   } finally {
     await minio.stop();

@@ -153,6 +153,28 @@ if ("reason" in found) {
         },
       );
 
+      await t.step(
+        "SharedKey: metadata names where _ meets a digit sign as the service sorts them",
+        async () => {
+          const store = storeFor(azurite);
+          // Sent as part1/part_1, index2/index_size, i0/i_x: byte order and Azurite's
+          // culture-aware order differ for each pair, and a wrong order is 403.
+          const metadata = {
+            "part1": "a",
+            "part-1": "b",
+            "index2": "c",
+            "index-size": "d",
+            "i0": "e",
+            "i-x": "f",
+          };
+          assert.equal(
+            (await store.put("meta/order", new Uint8Array([1]), { metadata })).status,
+            "Created",
+          );
+          assert.deepEqual((await store.head("meta/order")).metadata, metadata);
+        },
+      );
+
       await t.step("names list in UTF-16 code-unit order, as on Azure, across pages", async () => {
         // Same names as the contract's list-utf8-order; Azure's order differs only in where
         // the surrogate pair (U+1F600) lands relative to U+FF5E.

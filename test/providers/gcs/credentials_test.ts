@@ -2,6 +2,7 @@
 // the RS256 signature with the public key, the metadata server, caching and refresh at 90 % of
 // the lifetime, one refresh for concurrent callers, and refusals that never show a secret.
 import assert from "node:assert/strict";
+import { FakeClock } from "../../_fake_clock.ts";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import {
@@ -125,27 +126,28 @@ Deno.test("gcs credentials: a service-account key file becomes a verified RS256 
   }
 });
 
-Deno.test("gcs credentials: cached until 90 % of the lifetime, one fetch for concurrent callers", async () => {
+Deno.test("gcs credentials: refreshed in the background at 90 % of the lifetime, one fetch for concurrent callers", async () => {
   const endpoint = tokenEndpoint(keys.publicKey, { expiresIn: 1000 });
+  const clock = new FakeClock(1_700_000_000_000);
   try {
-    let now = 1_700_000_000_000;
     const source = new ServiceAccountTokenSource(
       { client_email: "a@b", private_key: keys.pem, token_uri: endpoint.url },
-      { clock: readingClock(() => now) },
+      { clock, refusalIntervalMs: 0 },
     );
     const first = await Promise.all([source.token(), source.token(), source.token()]);
     assert.deepEqual(first, ["ya29.token-1", "ya29.token-1", "ya29.token-1"]);
     assert.equal(endpoint.seen.length, 1, "concurrent callers share one fetch");
-    now += 899_000; // 89.9 % of 1000 s
+    clock.advance(899_000); // 89.9 % of 1000 s
     assert.equal(await source.token(), "ya29.token-1");
-    now += 2_000; // past 90 %
+    clock.advance(2_000); // past 90 %: the background refresh runs
+    await waitFor(() => endpoint.seen.length === 2);
     assert.equal(await source.token(), "ya29.token-2");
-    assert.equal(endpoint.seen.length, 2);
-    // A 401 with a stale token does not drop the current one; with the current one it does.
-    source.invalidate("ya29.token-1");
+    // A refusal of a stale token does not drop the current one; of the current one it does.
+    assert.equal(await source.refused("ya29.token-1"), true);
     assert.equal(await source.token(), "ya29.token-2");
-    source.invalidate("ya29.token-2");
+    assert.equal(await source.refused("ya29.token-2"), true);
     assert.equal(await source.token(), "ya29.token-3");
+    source.close();
   } finally {
     await endpoint.close();
   }
@@ -268,3 +270,9 @@ Deno.test("gcs credentials: a caller that gives up does not cancel the shared re
   assert.equal(await second, "ya29.shared");
   assert.equal(calls, 1);
 });
+
+/** Polls `done` on real time (the token endpoint is a real server). */
+async function waitFor(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(done(), "timed out waiting");
+}

@@ -17,9 +17,10 @@ class CountingTokens implements TokenSource {
   token(): Promise<string> {
     return Promise.resolve(TOKEN_PREFIX + this.issued);
   }
-  invalidate(token: string): void {
+  refused(token: string): Promise<boolean> {
     this.invalidated.push(token);
     if (token === TOKEN_PREFIX + this.issued) this.issued++;
+    return Promise.resolve(true);
   }
   secrets(): string[] {
     return [TOKEN_PREFIX + this.issued];
