@@ -2,6 +2,7 @@
 // every line before it is written: a secret must never reach a log, whatever the caller passes.
 
 import { type Clock, systemClock } from "../providers/clock.ts";
+import { MIN_SCRUBBED_LENGTH } from "./config/secrets.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -40,7 +41,7 @@ function jsonValue(_key: string, value: unknown): unknown {
 export function createLogger(options: LoggerOptions = {}, base: LogFields = {}): Logger {
   const min = ORDER[options.level ?? "info"];
   // Match each secret both raw and as it appears inside a JSON string (escaped quotes etc.).
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4)
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= MIN_SCRUBBED_LENGTH)
     .flatMap((s) => [JSON.stringify(s).slice(1, -1), s]);
   const write = options.write ?? ((line: string) => void process.stderr.write(line + "\n"));
   const clock = options.clock ?? systemClock;

@@ -1,5 +1,5 @@
-// Reads `tierd.toml`: TOML → environment overrides for secrets → schema → cross-key rules →
-// paths made absolute against the file's directory. Every problem found is reported at once in
+// Reads `tierd.toml`: TOML → environment overrides for secrets → keys not supported yet →
+// schema → paths made absolute against the file's directory → cross-key rules. Every problem found is reported at once in
 // one ConfigError, each naming its key path and the value as written (secrets redacted).
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -9,7 +9,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
 import { ConfigError, type ConfigIssue } from "./error.ts";
 import { checkRules } from "./rules.ts";
-import { type Config, configSchema } from "./schema.ts";
+import { type Config, configSchema, NOT_SUPPORTED_YET } from "./schema.ts";
 import { REDACTED, SECRET_FIELDS, secretAt } from "./secrets.ts";
 
 /** Environment variables, as `process.env` holds them. */
@@ -66,11 +66,20 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   }
   applySecretEnv(doc, env);
 
+  const unsupported: ConfigIssue[] = NOT_SUPPORTED_YET.filter((p) => valueAt(doc, p) !== undefined)
+    .map((p) => ({
+      path: keyPath(p),
+      value: show(p, valueAt(doc, p)),
+      message: "not supported yet: nothing in tierd reads this key; remove it",
+    }));
   const parsed = configSchema.safeParse(doc, { error: expectedFor });
   if (!parsed.success) {
-    throw new ConfigError(source, parsed.error.issues.flatMap((i) => schemaIssues(doc, i)));
+    const others = parsed.error.issues.flatMap((i) => schemaIssues(doc, i))
+      .filter((i) => !unsupported.some((u) => u.path === i.path));
+    throw new ConfigError(source, [...unsupported, ...others]);
   }
-  const config = parsed.data;
+  if (unsupported.length > 0) throw new ConfigError(source, unsupported);
+  const config = resolvePaths(parsed.data, dirname(resolve(source)));
 
   const violations = checkRules(config);
   if (violations.length > 0) {
@@ -89,8 +98,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
       }),
     );
   }
-
-  return resolvePaths(config, dirname(resolve(source)));
+  return config;
 }
 
 // ---- environment ----------------------------------------------------------------------------

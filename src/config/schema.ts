@@ -5,6 +5,23 @@
 import { z } from "zod";
 import { LISTEN_EXPECTED, parseListen } from "./listen.ts";
 import {
+  AZURE_ACCOUNT_EXPECTED,
+  AZURE_CONTAINER_EXPECTED,
+  AZURE_KEY_EXPECTED,
+  azureAccountProblem,
+  azureContainerProblem,
+  base64Problem,
+  GCS_BUCKET_EXPECTED,
+  gcsBucketProblem,
+  KEY_SEGMENT_EXPECTED,
+  keySegmentProblem,
+  PREFIX_EXPECTED,
+  prefixProblem,
+  S3_BUCKET_EXPECTED,
+  s3BucketProblem,
+} from "./names.ts";
+import { MIN_SCRUBBED_LENGTH } from "./secrets.ts";
+import {
   DURATION_EXPECTED,
   formatDuration,
   formatSize,
@@ -165,7 +182,10 @@ export interface TieredStorageConfig {
   backend: BackendName;
   /** Most uploads in flight node-wide. @default 2 */
   upload_concurrency: number;
-  /** Bytes read, hashed and sent per step. @default 1 MiB */
+  /**
+   * Bytes read, hashed and sent per step. Not supported yet: nothing reads it, and setting it is
+   * an error (see {@link NOT_SUPPORTED_YET}). @default 1 MiB
+   */
   upload_piece_size: number;
   /** Bytes; objects up to this are one PUT, larger ones multipart in parts this big. @default 8 MiB */
   part_size: number;
@@ -179,7 +199,10 @@ export interface TieredStorageConfig {
   fetch_timeout: number;
   /** Bytes per second for downloads; `Infinity` = no limit. @default unlimited */
   fetch_bandwidth: number;
-  /** Milliseconds; pooled connections idle longer are not reused. @default 5 s */
+  /**
+   * Milliseconds; pooled connections idle longer are not reused. Not supported yet: nothing
+   * reads it, and setting it is an error (see {@link NOT_SUPPORTED_YET}). @default 5 s
+   */
   connection_idle_timeout: number;
   /** Most objects deleted per retention pass. @default 300 */
   delete_batch_per_pass: number;
@@ -236,6 +259,17 @@ export function resolveEvictVia(config: Config): "broker" | "unlink" {
   if (evict_via !== "auto") return evict_via;
   return broker.http_url === "" ? "unlink" : "broker";
 }
+
+/**
+ * Keys the file may not set yet: the schema keeps them, with their defaults, for the code that
+ * will read them, but nothing in tierd does so far. Setting one is a config error ("not
+ * supported yet"), so a value that would do nothing is never silently accepted; `config show`
+ * and `docs/configuration.md` leave them out of the effective config.
+ */
+export const NOT_SUPPORTED_YET: readonly (readonly string[])[] = [
+  ["tiered_storage", "upload_piece_size"],
+  ["tiered_storage", "connection_idle_timeout"],
+];
 
 // ---- field builders -------------------------------------------------------------------------
 
@@ -308,9 +342,28 @@ function httpUrl(what: string) {
   });
 }
 
-const PREFIX = z.string().regex(/^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/, {
-  message: 'a key prefix of letters, digits, ".", "_", "-", with inner "/" only, like "iggy"',
-});
+/**
+ * A string checked by `problem` (from `names.ts`): the issue reads "expected {expected} ({why})".
+ * An empty string passes when `emptyOk` (the cross-key rules say when it is required).
+ */
+function named(expected: string, problem: (s: string) => string | undefined, emptyOk = true) {
+  return z.string().superRefine((s, ctx) => {
+    if (emptyOk && s === "") return;
+    const why = problem(s);
+    if (why) ctx.addIssue({ code: "custom", message: `${expected} (${why})`, input: s });
+  });
+}
+
+const PREFIX = named(PREFIX_EXPECTED, prefixProblem, false);
+
+/** `agent.api_token`: sent in an Authorization header and scrubbed from every log line. */
+function tokenProblem(token: string): string | undefined {
+  if (/\s/.test(token)) return "it contains whitespace, which no Authorization header carries";
+  if (token.length < MIN_SCRUBBED_LENGTH) {
+    return `it is shorter than ${MIN_SCRUBBED_LENGTH} characters, which the log would not scrub`;
+  }
+  return undefined;
+}
 
 const positive: Bound = { ok: (n) => n > 0, expected: "more than 0" };
 const finite: Bound = { ok: Number.isFinite, expected: 'a finite duration (not "unlimited")' };
@@ -345,12 +398,13 @@ const agentSchema = z.strictObject({
       return false;
     }
   }, { message: LISTEN_EXPECTED }).prefault("127.0.0.1:7070"),
-  cluster_id: z.string().regex(/^[A-Za-z0-9._-]+$/, {
-    message: 'an object key segment of letters, digits, ".", "_", "-", like "local"',
-  }).prefault("local"),
+  cluster_id: named(KEY_SEGMENT_EXPECTED, keySegmentProblem, false).prefault("local"),
   format: z.enum(["auto", "iggy-0.8", "iggy-0.9"]).prefault("auto"),
   seal_quiescence: duration(finite).prefault("5 s"),
-  api_token: z.string().prefault(""),
+  api_token: named(
+    `"" (admin routes off), or a token of ${MIN_SCRUBBED_LENGTH} or more characters without whitespace`,
+    tokenProblem,
+  ).prefault(""),
   evict_via: z.enum(["auto", "broker", "unlink"]).prefault("auto"),
   log_level: z.enum(["debug", "info", "warn", "error"]).prefault("info"),
   broker: brokerSchema.prefault({}),
@@ -373,7 +427,7 @@ const housekeepingSchema = z.strictObject({
 });
 
 const s3Schema = z.strictObject({
-  bucket: z.string().prefault(""),
+  bucket: named(S3_BUCKET_EXPECTED, s3BucketProblem).prefault(""),
   region: z.string().prefault("us-east-1"),
   endpoint: httpUrl("AWS").prefault(""),
   url_style: z.enum(["auto", "path", "virtual"]).prefault("auto"),
@@ -391,7 +445,7 @@ const fsSchema = z.strictObject({
 });
 
 const gcsSchema = z.strictObject({
-  bucket: z.string().prefault(""),
+  bucket: named(GCS_BUCKET_EXPECTED, gcsBucketProblem).prefault(""),
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("Google's endpoint").prefault(""),
   credentials_source: z.enum(["service_account", "metadata", "static", "none"])
@@ -401,11 +455,11 @@ const gcsSchema = z.strictObject({
 });
 
 const azureSchema = z.strictObject({
-  account: z.string().prefault(""),
-  container: z.string().prefault(""),
+  account: named(AZURE_ACCOUNT_EXPECTED, azureAccountProblem).prefault(""),
+  container: named(AZURE_CONTAINER_EXPECTED, azureContainerProblem).prefault(""),
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("https://{account}.blob.core.windows.net").prefault(""),
-  shared_key: z.string().prefault(""),
+  shared_key: named(AZURE_KEY_EXPECTED, base64Problem).prefault(""),
   sas_token: z.string().prefault(""),
 });
 

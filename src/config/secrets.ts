@@ -22,6 +22,12 @@ export const SECRET_FIELDS: readonly SecretField[] = [
   { path: ["tiered_storage", "azure", "sas_token"], env: "TIERD_AZURE_SAS" },
 ];
 
+/**
+ * The shortest secret the logger scrubs from its lines (`src/log.ts`): shorter strings would
+ * blank out ordinary text. A secret that must be scrubbed, `agent.api_token`, is refused below it.
+ */
+export const MIN_SCRUBBED_LENGTH = 4;
+
 /** Shown in place of a secret that is set. An unset secret shows as `""`. */
 export const REDACTED = "***";
 

@@ -259,21 +259,21 @@ Deno.test("rule: enabled s3 needs a bucket, a region and static credentials", ()
   const s3 = `${ENABLED("s3")}[tiered_storage.s3]\n`;
   assertRefused(`${s3}region = "eu-west-1"\n`, "tiered_storage.s3.bucket", undefined, /bucket/);
   assertRefused(`${s3}bucket = ""\n`, "tiered_storage.s3.bucket", '""', /backend = "s3"/);
-  assertRefused(`${s3}bucket = "b"\nregion = ""\n`, "tiered_storage.s3.region", '""');
+  assertRefused(`${s3}bucket = "bkt"\nregion = ""\n`, "tiered_storage.s3.region", '""');
   assertRefused(
-    `${s3}bucket = "b"\naccess_key = "AKIA"\n`,
+    `${s3}bucket = "bkt"\naccess_key = "AKIA"\n`,
     "tiered_storage.s3.secret_key",
     undefined,
     /TIERD_S3_SECRET_KEY/,
   );
   const ok = parseConfig(
-    `${s3}bucket = "b"\nendpoint = "http://127.0.0.1:9000"\ncredentials_source = "none"\n`,
+    `${s3}bucket = "bkt"\nendpoint = "http://127.0.0.1:9000"\ncredentials_source = "none"\n`,
     SOURCE,
     {},
   );
   assert.equal(ok.tiered_storage.s3.endpoint, "http://127.0.0.1:9000");
   assertRefused(
-    `${s3}bucket = "b"\nendpoint = "127.0.0.1:9000"\n`,
+    `${s3}bucket = "bkt"\nendpoint = "127.0.0.1:9000"\n`,
     "tiered_storage.s3.endpoint",
     '"127.0.0.1:9000"',
   );
@@ -285,41 +285,41 @@ Deno.test("rule: enabled s3 needs a bucket, a region and static credentials", ()
 Deno.test("rule: enabled gcs needs a bucket and its credentials", () => {
   const gcs = `${ENABLED("gcs")}[tiered_storage.gcs]\n`;
   assertRefused(`${gcs}credentials_source = "none"\n`, "tiered_storage.gcs.bucket", undefined);
-  assertRefused(`${gcs}bucket = "b"\n`, "tiered_storage.gcs.service_account_key", undefined);
+  assertRefused(`${gcs}bucket = "bkt"\n`, "tiered_storage.gcs.service_account_key", undefined);
   assertRefused(
-    `${gcs}bucket = "b"\ncredentials_source = "static"\n`,
+    `${gcs}bucket = "bkt"\ncredentials_source = "static"\n`,
     "tiered_storage.gcs.token",
     undefined,
   );
-  const ok = parseConfig(`${gcs}bucket = "b"\nservice_account_key = "key.json"\n`, SOURCE, {});
+  const ok = parseConfig(`${gcs}bucket = "bkt"\nservice_account_key = "key.json"\n`, SOURCE, {});
   assert.equal(ok.tiered_storage.gcs.service_account_key, "/etc/tierd/key.json");
 });
 
 Deno.test("rule: enabled azure needs account, container and exactly one of shared_key, sas_token", () => {
   const az = `${ENABLED("azure")}[tiered_storage.azure]\n`;
   assertRefused(
-    `${az}container = "c"\nshared_key = "k"\n`,
+    `${az}container = "ctr"\nshared_key = "a2V5"\n`,
     "tiered_storage.azure.account",
     undefined,
   );
   assertRefused(
-    `${az}account = "a"\nshared_key = "k"\n`,
+    `${az}account = "acct"\nshared_key = "a2V5"\n`,
     "tiered_storage.azure.container",
     undefined,
   );
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\n`,
+    `${az}account = "acct"\ncontainer = "ctr"\n`,
     "tiered_storage.azure.shared_key",
     undefined,
     /sas_token/,
   );
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\nshared_key = "k"\nsas_token = "s"\n`,
+    `${az}account = "acct"\ncontainer = "ctr"\nshared_key = "a2V5"\nsas_token = "s"\n`,
     "tiered_storage.azure.sas_token",
     '"***"',
     /only one/,
   );
-  parseConfig(`${az}account = "a"\ncontainer = "c"\nsas_token = "sv=1"\n`, SOURCE, {});
+  parseConfig(`${az}account = "acct"\ncontainer = "ctr"\nsas_token = "sv=1"\n`, SOURCE, {});
 });
 
 Deno.test("rule: enabled fs needs a path", () => {
@@ -441,13 +441,14 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
   const file = `${BASE}api_token = "file"\n[agent.broker]\npassword = "file"\n` +
     `[tiered_storage.s3]\naccess_key = "file"\nsecret_key = "file"\n`;
   const env: Record<string, string> = {};
-  for (const f of SECRET_FIELDS) env[f.env] = `env-${f.env}`;
+  const envValue = (name: string) => name === "TIERD_AZURE_KEY" ? "ZW52LWtleQ==" : `env-${name}`;
+  for (const f of SECRET_FIELDS) env[f.env] = envValue(f.env);
   env.TIERD_S3_SECRET_KEY = "";
   const config = parseConfig(file, SOURCE, env);
   const at = (path: readonly string[]) =>
     path.reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
   for (const f of SECRET_FIELDS) {
-    const want = f.env === "TIERD_S3_SECRET_KEY" ? "file" : `env-${f.env}`;
+    const want = f.env === "TIERD_S3_SECRET_KEY" ? "file" : envValue(f.env);
     assert.equal(at(f.path), want, f.env);
   }
   assert.deepEqual(
@@ -467,7 +468,7 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
 });
 
 Deno.test("env credentials satisfy the backend's required fields", () => {
-  const s3 = `${ENABLED("s3")}[tiered_storage.s3]\nbucket = "b"\n`;
+  const s3 = `${ENABLED("s3")}[tiered_storage.s3]\nbucket = "bkt"\n`;
   const config = parseConfig(s3, SOURCE, { TIERD_S3_ACCESS_KEY: "a", TIERD_S3_SECRET_KEY: "s" });
   assert.equal(config.tiered_storage.s3.secret_key, "s");
 });
