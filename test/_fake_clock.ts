@@ -85,7 +85,10 @@ export class FakeClock implements Clock {
         continue;
       }
       const next = this.#timers.reduce((m, t) => Math.min(m, t.at), Infinity);
-      this.advance(Math.max(0, Math.min(next - this.#now, maxStepMs)));
+      // No timer at all and no step limit: wait for the real work instead of jumping to the
+      // end of time (the time would then be Infinity for every later step).
+      const step = Math.min(next - this.#now, maxStepMs);
+      if (step !== Infinity) this.advance(Math.max(0, step));
     }
     return await done;
   }

@@ -1,81 +1,135 @@
-// `tierd ls`: every segment of the tiered partitions with its state, location and offsets,
-// read from the journals (without modifying them: the agent may be running) and the broker dir.
-import { systemClock } from "../../providers/clock.ts";
-import { discoverPartitions } from "../partition/discover.ts";
-import { incarnationHex } from "../layout/partition.ts";
-import { type PartitionId, partitionLabel } from "../layout/partition.ts";
-import { listSegments } from "../partition/segments.ts";
-import { JournalStateReader } from "../read/state_source.ts";
-import { emptyState, segmentsOf } from "../state/segment_state.ts";
-import { tieredTopic } from "../config/topics.ts";
-import { intFlag, parseFlags } from "./args.ts";
+// `tierd ls`: the tiered partitions, read from the journals (without modifying them: the agent
+// may be running) and the broker dir. By default one summary line per topic; `--segments` lists
+// every segment of every partition; `--json` prints every segment as JSON, sizes in bytes.
+import { humanSize } from "../config/units.ts";
+import {
+  type Command,
+  CONFIG_FLAG,
+  optionalIntFlag,
+  type ParsedArgs,
+  PARTITION_FLAGS,
+} from "./args.ts";
 import { loadContext } from "./context.ts";
+import { inventory, type PartitionEntry, type SegmentEntry } from "./inventory.ts";
+import { renderTable } from "./table.ts";
 
-/** Runs `tierd ls`: prints each segment's state and location, and returns the exit code. */
-export async function lsCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags(args, {
-    stream: { type: "string" },
-    topic: { type: "string" },
-    partition: { type: "string" },
-    json: { type: "boolean" },
-  });
+/** `tierd ls [--config F] [--stream S --topic T --partition P] [--segments] [--json]`. */
+export const lsCommand: Command = {
+  spec: {
+    name: "ls",
+    summary: "tiered partitions: a summary per topic, or every segment (--segments)",
+    description:
+      "Lists what tierd knows of the tiered topics, from the journals and the broker's\n" +
+      "directory (read-only: safe beside a running agent). By default one line per topic:\n" +
+      "segments local and remote, those waiting to be copied, dangling or lost, and bytes.",
+    flags: {
+      config: CONFIG_FLAG,
+      ...PARTITION_FLAGS,
+      segments: {
+        type: "boolean",
+        help: "every segment of every partition: offsets, state, location, size",
+      },
+      json: {
+        type: "boolean",
+        help: "every segment as JSON (partition, start, end, state, location, bytes)",
+      },
+    },
+  },
+  run: ls,
+};
+
+async function ls({ values }: ParsedArgs): Promise<number> {
   const ctx = await loadContext(values.config);
-  const only = {
-    stream: values.stream === undefined ? undefined : intFlag(values, "stream"),
-    topic: values.topic === undefined ? undefined : intFlag(values, "topic"),
-    partition: values.partition === undefined ? undefined : intFlag(values, "partition"),
-  };
-  const wanted = (id: PartitionId) =>
-    tieredTopic(ctx.config, id) !== undefined &&
-    (only.stream === undefined || only.stream === id.stream) &&
-    (only.topic === undefined || only.topic === id.topic) &&
-    (only.partition === undefined || only.partition === id.partition);
-  const rows: Record<string, string | number>[] = [];
-  const journals = new JournalStateReader(ctx.config.agent.state_dir); // read-only: the agent may run
-  for (const part of await discoverPartitions(ctx.config.agent.data_dir, wanted)) {
-    const label = partitionLabel(part);
-    const state = (await journals.state(part)) ?? emptyState();
-    const local = await listSegments(part.dir, {
-      now: systemClock.now(),
-      quiescenceMs: ctx.config.agent.seal_quiescence,
-    });
-    const localByStart = new Map(local.map((s) => [s.start, s]));
-    const starts = new Set([
-      ...local.map((s) => s.start),
-      ...segmentsOf(state).map((r) => r.start),
-    ]);
-    const header = `${label}  incarnation ${
-      state.incarnation === undefined ? "-" : incarnationHex(state.incarnation)
-    }  generation ${state.generation}  tiered_up_to_offset ${state.floor}`;
-    if (!values.json) console.log(header);
-    for (const start of [...starts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const rec = segmentsOf(state).find((r) => r.start === start);
-      const file = localByStart.get(start);
-      const remote = rec?.state === "COPY_SEGMENT_FINISHED";
-      const where = file && remote ? "local+remote" : file ? "local" : remote ? "remote" : "-";
-      const state_ = rec?.state ??
-        (file?.sealed ? "LOCAL (sealed)" : file ? "LOCAL (active)" : "-");
-      const end = rec?.meta?.endOffset ?? rec?.lostEndOffset;
-      const row = {
-        partition: label,
-        start: start.toString(),
-        end: end === undefined ? "" : end.toString(),
-        state: state_,
-        location: where,
-        bytes: rec?.meta?.size ?? file?.logSize ?? 0,
-      };
-      rows.push(row);
-      if (!values.json) {
-        console.log(
-          `  ${row.start.padStart(20)}  ${row.end.padStart(20)}  ${
-            String(row.state).padEnd(24)
-          }  ` +
-            `${row.location.padEnd(12)}  ${row.bytes}`,
-        );
-      }
-    }
+  const parts = await inventory(ctx.config, {
+    stream: optionalIntFlag(values, "stream"),
+    topic: optionalIntFlag(values, "topic"),
+    partition: optionalIntFlag(values, "partition"),
+  });
+  if (values.json) {
+    const rows = parts.flatMap((p) =>
+      p.segments.map((s) => ({
+        partition: p.label,
+        start: s.start.toString(),
+        end: s.end === undefined ? "" : s.end.toString(),
+        state: s.state,
+        location: s.location,
+        bytes: s.bytes,
+      }))
+    );
+    console.log(JSON.stringify(rows, null, 2));
+    return 0;
   }
-  if (values.json) console.log(JSON.stringify(rows, null, 2));
-  else if (rows.length === 0) console.log("no tiered partitions found");
+  if (parts.length === 0) {
+    console.log(`no tiered partitions under ${ctx.config.agent.data_dir}`);
+    return 0;
+  }
+  console.log(values.segments ? segmentTables(parts) : topicSummary(parts));
   return 0;
+}
+
+/** One table per partition: a heading line, then every segment. */
+export function segmentTables(parts: readonly PartitionEntry[]): string {
+  return parts.map((p) =>
+    `${p.label}  incarnation ${p.incarnation}  generation ${p.generation}  ` +
+    `tiered_up_to_offset ${p.floor}\n` +
+    renderTable(
+      ["START", "END", "STATE", "LOCATION", "SIZE"],
+      p.segments.map((s) => [
+        s.start.toString(),
+        s.end === undefined ? "" : s.end.toString(),
+        s.state,
+        s.location,
+        humanSize(s.bytes),
+      ]),
+      ["right", "right", "left", "left", "right"],
+      "  ",
+    )
+  ).join("\n\n");
+}
+
+/** The summary's columns; every one is a count or a size. */
+const SUMMARY_HEADERS = [
+  "STREAM",
+  "TOPIC",
+  "PARTITIONS",
+  "SEGMENTS",
+  "LOCAL",
+  "REMOTE",
+  "EVICTED",
+  "TO COPY",
+  "DANGLING",
+  "LOST",
+  "LOCAL SIZE",
+  "REMOTE SIZE",
+] as const;
+
+/** One line per topic: partitions, segments by where they are, what waits, and bytes. */
+export function topicSummary(parts: readonly PartitionEntry[]): string {
+  const topics = new Map<string, PartitionEntry[]>();
+  for (const p of parts) {
+    const key = `${p.id.stream}\t${p.id.topic}`;
+    topics.set(key, [...(topics.get(key) ?? []), p]);
+  }
+  const rows = [...topics.values()].map((ps) => {
+    const segs = ps.flatMap((p) => p.segments);
+    const count = (keep: (s: SegmentEntry) => boolean) => String(segs.filter(keep).length);
+    const sum = (bytes: (s: SegmentEntry) => number) =>
+      humanSize(segs.reduce((n, s) => n + bytes(s), 0));
+    const isRemote = (s: SegmentEntry) => s.location.includes("remote");
+    return [
+      String(ps[0].id.stream),
+      String(ps[0].id.topic),
+      String(ps.length),
+      count((s) => s.location !== "-"),
+      count((s) => s.location.startsWith("local")),
+      count(isRemote),
+      count((s) => s.location === "remote"),
+      count((s) => s.pendingCopy),
+      count((s) => s.state === "DANGLING"),
+      count((s) => s.state === "LOST_BEFORE_UPLOAD"),
+      sum((s) => s.localBytes),
+      sum((s) => (isRemote(s) ? s.bytes : 0)),
+    ];
+  });
+  return renderTable(SUMMARY_HEADERS, rows, SUMMARY_HEADERS.map(() => "right"));
 }

@@ -2,12 +2,23 @@
 // credential source answered, and why the others in the chain were skipped.
 import { systemClock } from "../../providers/clock.ts";
 import { describeCredentials, probeStore } from "../../providers/probe.ts";
-import { parseFlags } from "./args.ts";
+import { type Command, CONFIG_FLAG, type ParsedArgs } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
-/** Runs `tierd probe`: 0 when the store answers a one-key LIST, else 1 with the reason. */
-export async function probeCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags(args, {});
+/** `tierd probe [--config F]`: 0 when the store answers a one-key LIST, else 1 with the reason. */
+export const probeCommand: Command = {
+  spec: {
+    name: "probe",
+    summary: "check the object store: one-key LIST, and why it failed",
+    description: "Sends the agent's boot probe (a LIST of at most one key under the prefix) and\n" +
+      "says in one line what is wrong: the endpoint, the credentials, the bucket or the region,\n" +
+      "and which credential source answered and why the others were skipped.",
+    flags: { config: CONFIG_FLAG },
+  },
+  run: probe,
+};
+
+async function probe({ values }: ParsedArgs): Promise<number> {
   const ctx = await loadContext(values.config);
   const opened = await storeFor(ctx);
   const { store, prefix, describe } = opened;

@@ -5,35 +5,47 @@ import { humanSize } from "../config/units.ts";
 
 /** How far a piece of work has come. */
 export interface ProgressState {
-  /** Items done (segments, say) and in all. */
+  /** Items done (segments, messages) and in all. */
   done: number;
   total: number;
   bytesDone: number;
-  bytesTotal: number;
+  /** Bytes in all; omitted when not known ahead (the ETA then follows the items' rate). */
+  bytesTotal?: number;
 }
 
-/** Reports progress of one task (`restore 0/1/2`, `gen`). */
+/** Options of a {@link Progress}. */
+export interface ProgressOptions {
+  clock?: Clock;
+  /** Rewrite one line. @default when stderr is a terminal */
+  tty?: boolean;
+  /** Where text goes. @default stderr */
+  write?: (text: string) => void;
+  /** What the items are, after N/M (`"segments"`). @default none */
+  unit?: string;
+}
+
+/** Reports progress of one task (`restore 0/1/2`, `gen`, `run --once`). */
 export class Progress {
   readonly #label: string;
   readonly #clock: Clock;
   readonly #write: (text: string) => void;
   readonly #tty: boolean;
+  readonly #unit: string;
   readonly #started: number;
   #lastDraw = -Infinity;
+  /** A terminal line is drawn and not yet ended. */
+  #open = false;
 
   /**
    * @param label what is being done, first on every line
-   * @param options.tty rewrite one line (default: when stderr is a terminal)
-   * @param options.write where text goes @default stderr
+   * @param options see {@link ProgressOptions}
    */
-  constructor(
-    label: string,
-    options: { clock?: Clock; tty?: boolean; write?: (text: string) => void } = {},
-  ) {
+  constructor(label: string, options: ProgressOptions = {}) {
     this.#label = label;
     this.#clock = options.clock ?? systemClock;
     this.#write = options.write ?? ((text) => void process.stderr.write(text));
     this.#tty = options.tty ?? Boolean(process.stderr.isTTY);
+    this.#unit = options.unit ? ` ${options.unit}` : "";
     this.#started = this.#clock.monotonic();
   }
 
@@ -44,21 +56,37 @@ export class Progress {
       if (now - this.#lastDraw < 100 && state.done < state.total) return;
       this.#lastDraw = now;
       this.#write(`\r${this.line(state)}\x1b[K`);
-      if (state.done >= state.total) this.#write("\n");
+      this.#open = true;
+      if (state.done >= state.total) this.end();
       return;
     }
     this.#write(`${this.line(state)}${item ? `: ${item}` : ""}\n`);
+  }
+
+  /** Ends a terminal line still being rewritten (work that stopped short of its total). */
+  end(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#write("\n");
   }
 
   /** The progress line (without a line break). */
   line(s: ProgressState): string {
     const seconds = Math.max(0.001, (this.#clock.monotonic() - this.#started) / 1000);
     const rate = s.bytesDone / seconds;
-    const left = s.bytesTotal - s.bytesDone;
-    const eta = rate > 0 && left > 0 ? ` eta ${formatDuration(left / rate)}` : "";
-    return `${this.#label}: ${s.done}/${s.total}, ${humanSize(s.bytesDone)} of ${
-      humanSize(s.bytesTotal)
-    }, ${humanSize(rate)}/s${eta}`;
+    let eta = "";
+    if (s.bytesTotal !== undefined) {
+      const left = s.bytesTotal - s.bytesDone;
+      if (rate > 0 && left > 0) eta = ` eta ${formatDuration(left / rate)}`;
+    } else if (s.done > 0 && s.done < s.total) {
+      eta = ` eta ${formatDuration((s.total - s.done) / (s.done / seconds))}`;
+    }
+    const bytes = s.bytesTotal === undefined
+      ? humanSize(s.bytesDone)
+      : `${humanSize(s.bytesDone)} of ${humanSize(s.bytesTotal)}`;
+    return `${this.#label}: ${s.done}/${s.total}${this.#unit}, ${bytes}, ${
+      humanSize(rate)
+    }/s${eta}`;
   }
 }
 

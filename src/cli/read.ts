@@ -6,20 +6,51 @@ import { DirectRangeReader } from "../read/direct_reader.ts";
 import { readToJson } from "../read/json.ts";
 import { checkMaxBytes, DEFAULT_READ_BYTES, ParamError, parseStart } from "../read/params.ts";
 import { readRecords } from "../read/read_records.ts";
-import { intFlag, parseFlags, sizeFlag, UsageError } from "./args.ts";
+import {
+  type Command,
+  CONFIG_FLAG,
+  intFlag,
+  type ParsedArgs,
+  sizeFlag,
+  UsageError,
+} from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
-/** Runs `tierd read`; see the usage text in main.ts. Errors of the read exit 1 with the message. */
-export async function readCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags(args, {
-    stream: { type: "string" },
-    topic: { type: "string" },
-    partition: { type: "string" },
-    offset: { type: "string" },
-    timestamp: { type: "string" },
-    "max-bytes": { type: "string" },
-    json: { type: "boolean" },
-  });
+/** `tierd read`: errors of the read exit 1 with the message. */
+export const readCommand: Command = {
+  spec: {
+    name: "read",
+    summary: "read records through tierd's read path (raw bytes to stdout, or decoded JSON)",
+    synopsis: [
+      "[--config F]",
+      "--stream S --topic T --partition P",
+      "(--offset N | --timestamp T)",
+      "[--max-bytes M]",
+      "[--json]",
+    ],
+    description:
+      "Reads whole records from the first one at or after --offset (or with a timestamp\n" +
+      "at or after --timestamp), local or remote, straight from the store (no cache). Raw bytes\n" +
+      "go to stdout with a summary line on stderr; --json prints the decoded messages.",
+    flags: {
+      config: CONFIG_FLAG,
+      stream: { type: "string", value: "S", help: "stream id", required: true },
+      topic: { type: "string", value: "T", help: "topic id", required: true },
+      partition: { type: "string", value: "P", help: "partition id", required: true },
+      offset: { type: "string", value: "N", help: "start at this offset (or --timestamp)" },
+      timestamp: { type: "string", value: "T", help: "start at this timestamp, µs (or --offset)" },
+      "max-bytes": {
+        type: "string",
+        value: "M",
+        help: 'at most this many bytes, like "64 KiB" (1 MiB; at least one record)',
+      },
+      json: { type: "boolean", help: "decoded messages as JSON instead of raw bytes" },
+    },
+  },
+  run: read,
+};
+
+async function read({ values }: ParsedArgs): Promise<number> {
   const ids = {
     stream: intFlag(values, "stream"),
     topic: intFlag(values, "topic"),

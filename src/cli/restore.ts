@@ -7,23 +7,46 @@ import { RetryingStore } from "../../providers/retrying_store.ts";
 import { humanSize } from "../config/units.ts";
 import { restore, RestoreRefused } from "../restore/restore.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
-import { intFlag, parseFlags } from "./args.ts";
+import {
+  type Command,
+  CONFIG_FLAG,
+  optionalIntFlag,
+  type ParsedArgs,
+  PARTITION_FLAGS,
+} from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 import { Progress } from "./progress.ts";
 
-/** Runs `tierd restore`; 0 when every partition was restored, 1 otherwise. */
-export async function restoreCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags(args, {
-    stream: { type: "string" },
-    topic: { type: "string" },
-    partition: { type: "string" },
-    "cluster-id": { type: "string" },
-    "with-data": { type: "boolean" },
-  });
+/** `tierd restore`: 0 when every partition was restored, 1 otherwise. */
+export const restoreCommand: Command = {
+  spec: {
+    name: "restore",
+    summary: "rebuild state_dir from the bucket on a new host (--with-data: the broker's too)",
+    description: "Lists the objects tierd wrote for this cluster and rebuilds each partition's\n" +
+      "journal, markers and index copies in agent.state_dir, taking the state dir lock as\n" +
+      "`tierd run` does (stop the agent first). Progress goes to stderr per partition.",
+    flags: {
+      config: CONFIG_FLAG,
+      ...PARTITION_FLAGS,
+      "cluster-id": {
+        type: "string",
+        value: "C",
+        help: "restore this cluster's objects (default agent.cluster_id)",
+      },
+      "with-data": {
+        type: "boolean",
+        help: "also download the segments into the broker's partition directories",
+      },
+    },
+  },
+  run: restoreState,
+};
+
+async function restoreState({ values }: ParsedArgs): Promise<number> {
   const only = {
-    stream: values.stream === undefined ? undefined : intFlag(values, "stream"),
-    topic: values.topic === undefined ? undefined : intFlag(values, "topic"),
-    partition: values.partition === undefined ? undefined : intFlag(values, "partition"),
+    stream: optionalIntFlag(values, "stream"),
+    topic: optionalIntFlag(values, "topic"),
+    partition: optionalIntFlag(values, "partition"),
   };
   const ctx = await loadContext(values.config);
   const { config, logger } = ctx;
@@ -55,7 +78,9 @@ export async function restoreCommand(args: string[]): Promise<number> {
         (only.partition === undefined || id.partition === only.partition),
       progress: (partition, done, segment) => {
         let p = progress.get(partition);
-        if (!p) progress.set(partition, p = new Progress(`restore ${partition}`));
+        if (!p) {
+          progress.set(partition, p = new Progress(`restore ${partition}`, { unit: "segments" }));
+        }
         p.update(
           {
             done: done.segments,
@@ -67,6 +92,7 @@ export async function restoreCommand(args: string[]): Promise<number> {
         );
       },
     });
+    for (const p of progress.values()) p.end();
     if (results.length === 0) {
       console.error(
         ctx.scrub(`tierd: nothing to restore under ${opened.describe} for cluster ${clusterId}`),

@@ -8,6 +8,8 @@ import { RequestMeter } from "../../providers/request_meter.ts";
 import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
+import { requireHost } from "../config/host.ts";
+import { humanSize } from "../config/units.ts";
 import { createApp } from "../http/app.ts";
 import { listenOptions, serve } from "../http/serve.ts";
 import type { Logger } from "../log.ts";
@@ -18,17 +20,41 @@ import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
+import type { TierObserver } from "../tier/observer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
 import type { Config } from "../config/schema.ts";
-import { parseFlags, UsageError } from "./args.ts";
+import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
+import { inventory } from "./inventory.ts";
 import { PartitionWatch } from "./partition_watch.ts";
+import { Progress } from "./progress.ts";
 
 const MIN_IDLE_MS = 100;
 
-export async function runCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags(args, { once: { type: "boolean" } });
+/** `tierd run [--config F] [--once]`. */
+export const runCommand: Command = {
+  spec: {
+    name: "run",
+    summary: "run the agent (--once: one full pass, then exit)",
+    description: "Runs the agent beside the broker: copies sealed segments to the store, evicts\n" +
+      "under the topics' local retention, applies total retention, and serves the HTTP API on\n" +
+      "agent.listen until SIGTERM or SIGINT. Refuses to start (exit 2) when agent.data_dir does\n" +
+      "not exist or holds no streams/. With --once, progress goes to stderr: one rewritten line\n" +
+      "on a terminal, else one line per copied segment.",
+    flags: {
+      config: CONFIG_FLAG,
+      once: {
+        type: "boolean",
+        help: "one full pass (discover, copy, clean dangling, evict, retention, housekeeping), " +
+          "then exit: 0 if it completed, 1 otherwise",
+      },
+    },
+  },
+  run: runAgentCommand,
+};
+
+async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   const ctx = await loadContext(values.config);
   const { config, logger } = ctx;
   if (!config.tiered_storage.enabled) {
@@ -36,6 +62,8 @@ export async function runCommand(args: string[]): Promise<number> {
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
     );
   }
+  // An agent over a missing or empty data dir would idle forever, looking fine: refuse instead.
+  await requireHost(config, ctx.configPath);
   // One agent per state dir, for the life of the process (the kernel drops it on exit).
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
   const registry = new Registry();
@@ -58,17 +86,15 @@ export async function runCommand(args: string[]): Promise<number> {
   }
 }
 
-async function runOnce(
-  ctx: CommandContext,
-  store: ObjectStore,
-  prefix: string,
-): Promise<number> {
+async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
+  const copies = await copyProgress(ctx);
   const worker = new TierWorker({
     config: ctx.config,
     store,
     prefix,
     logger: ctx.logger,
     pacer: new OpClassPacer(),
+    observer: copies.observer,
   });
   try {
     const report = await worker.pass();
@@ -96,8 +122,58 @@ async function runOnce(
     }
     return 0;
   } finally {
+    copies.progress.end();
     await worker.close();
   }
+}
+
+/**
+ * Progress of the copies of `run --once` on stderr: the backlog (sealed local segments without
+ * a verified copy) is sized from the journals before the pass, then each upload the worker
+ * reports moves it on. A backlog that cannot be sized (a damaged journal, which the pass itself
+ * then reports) leaves the total at what was done.
+ */
+async function copyProgress(
+  ctx: CommandContext,
+): Promise<{ observer: TierObserver; progress: Progress }> {
+  let total = 0;
+  let bytesTotal = 0;
+  try {
+    for (const part of await inventory(ctx.config)) {
+      for (const s of part.segments) {
+        if (!s.pendingCopy) continue;
+        total++;
+        bytesTotal += s.bytes;
+      }
+    }
+  } catch (err) {
+    ctx.logger.debug("copy backlog not sized for the progress line", { err });
+  }
+  const progress = new Progress("run --once: copy", { unit: "segments" });
+  let done = 0;
+  let bytes = 0;
+  const observer: TierObserver = {
+    upload(outcome, seconds, size) {
+      if (outcome !== "failed") {
+        done++;
+        bytes += size;
+      }
+      progress.update(
+        {
+          done,
+          total: Math.max(total, done),
+          bytesDone: bytes,
+          bytesTotal: Math.max(bytesTotal, bytes),
+        },
+        outcome === "failed"
+          ? `a copy failed after ${seconds.toFixed(1)} s`
+          : `${outcome === "adopted" ? "adopted" : "copied"} ${humanSize(size)} in ${
+            seconds.toFixed(1)
+          } s`,
+      );
+    },
+  };
+  return { observer, progress };
 }
 
 async function runAgent(

@@ -1,5 +1,5 @@
-// Reads `tierd.toml`: TOML → environment overrides for secrets → schema → cross-key rules →
-// paths made absolute against the file's directory. Every problem found is reported at once in
+// Reads `tierd.toml`: TOML → environment overrides for secrets → keys not supported yet →
+// schema → paths made absolute against the file's directory → cross-key rules. Every problem found is reported at once in
 // one ConfigError, each naming its key path and the value as written (secrets redacted).
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -73,26 +73,22 @@ export function parseConfig(
   }
   applySecretEnv(doc, env);
 
+  // A key nothing acts on yet is refused, never silently ignored.
+  const unsupported: ConfigIssue[] = (options.notSupported ?? NOT_SUPPORTED_YET)
+    .filter((p) => valueAt(doc, p) !== undefined)
+    .map((p) => ({
+      path: keyPath(p),
+      value: show(p, valueAt(doc, p)),
+      message: "not supported yet: nothing in tierd reads this key; remove it",
+    }));
   const parsed = configSchema.safeParse(doc, { error: expectedFor });
   if (!parsed.success) {
-    throw new ConfigError(source, parsed.error.issues.flatMap((i) => schemaIssues(doc, i)));
+    const others = parsed.error.issues.flatMap((i) => schemaIssues(doc, i))
+      .filter((i) => !unsupported.some((u) => u.path === i.path));
+    throw new ConfigError(source, [...unsupported, ...others]);
   }
-  const config = parsed.data;
-
-  // A key nothing acts on yet is refused, never silently ignored.
-  const unsupported = (options.notSupported ?? NOT_SUPPORTED_YET).filter((path) =>
-    valueAt(doc, path) !== undefined
-  );
-  if (unsupported.length > 0) {
-    throw new ConfigError(
-      source,
-      unsupported.map((path) => ({
-        path: keyPath(path),
-        value: show(path, valueAt(doc, path)),
-        message: "not supported yet: this build parses the key but nothing acts on it; remove it",
-      })),
-    );
-  }
+  if (unsupported.length > 0) throw new ConfigError(source, unsupported);
+  const config = resolvePaths(parsed.data, dirname(resolve(source)));
 
   const violations = checkRules(config);
   if (violations.length > 0) {
@@ -111,8 +107,7 @@ export function parseConfig(
       }),
     );
   }
-
-  return resolvePaths(config, dirname(resolve(source)));
+  return config;
 }
 
 // ---- environment ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 // logger scrubs from every line.
 import { stringify } from "smol-toml";
 import { z } from "zod";
-import { type Config, configSchema } from "./schema.ts";
+import { type Config, configSchema, NOT_SUPPORTED_YET } from "./schema.ts";
 import { REDACTED, SECRET_FIELDS } from "./secrets.ts";
 
 /**
@@ -13,24 +13,34 @@ import { REDACTED, SECRET_FIELDS } from "./secrets.ts";
  * @returns the same shape as `Config` (numbers stay numbers), safe to print or serialize
  */
 export function redactedConfig(config: Config): unknown {
-  const copy = structuredClone(config);
+  return redactInPlace(structuredClone(config));
+}
+
+/** Replaces every set secret of a config-shaped object (parsed or encoded) by `"***"`. */
+function redactInPlace<T extends object>(root: T): T {
   for (const field of SECRET_FIELDS) {
-    const table = parentOf(copy, field.path);
+    const table = parentOf(root, field.path);
     const key = field.path[field.path.length - 1];
     if (table && typeof table[key] === "string" && table[key] !== "") table[key] = REDACTED;
   }
-  return copy;
+  return root;
 }
 
 /**
  * The effective config as TOML, secrets redacted, durations and sizes written as text
- * (`"90 s"`, `"64 MiB"`, `"unlimited"`). Parsing it again gives the redacted config.
+ * (`"90 s"`, `"64 MiB"`, `"unlimited"`), without the keys that are not supported yet. Parsing it
+ * again, with the secrets given back through their `TIERD_*` variables, gives the same config.
  *
  * @param config a loaded config
  * @returns TOML text for `tierd config show`
  */
 export function renderConfig(config: Config): string {
-  const written = z.encode(configSchema, redactedConfig(config) as Config);
+  // Encoded first, then redacted: "***" is no valid token or key, and encoding checks values.
+  const written = redactInPlace(z.encode(configSchema, config) as Record<string, unknown>);
+  for (const path of NOT_SUPPORTED_YET) {
+    const table = parentOf(written, path);
+    if (table) delete table[path[path.length - 1]];
+  }
   return '# effective tierd config; secrets shown as "***"\n' + stringify(written);
 }
 

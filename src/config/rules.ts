@@ -1,6 +1,8 @@
 // Rules that relate several config keys (the RFC's validation list): backend
-// required fields, cache sizing, eviction route, duplicate topics. Single-key checks are in the
-// schema; these run on a config that already parsed.
+// required fields, cache sizing, eviction route, duplicate topics, and tierd's directories kept
+// out of the broker's. Single-key checks are in the schema; these run on a config that already
+// parsed, with its paths absolute.
+import { isAbsolute, relative } from "node:path";
 import type { Config } from "./schema.ts";
 import { formatSize } from "./units.ts";
 
@@ -12,10 +14,16 @@ export interface RuleViolation {
   expected: string;
 }
 
+/** True when `path` is `dir` or lies under it (both absolute; no file system access). */
+export function within(path: string, dir: string): boolean {
+  const r = relative(dir, path);
+  return r === "" || (r !== ".." && !r.startsWith("../") && !isAbsolute(r));
+}
+
 /**
  * Checks the cross-key rules.
  *
- * @param config a config the schema accepted
+ * @param config a config the schema accepted, its paths made absolute
  * @returns every violation, in file order; empty when the config is sound
  */
 export function checkRules(config: Config): RuleViolation[] {
@@ -124,6 +132,34 @@ export function checkRules(config: Config): RuleViolation[] {
       `at least 2 × chunk_size × fetch_concurrency = 2 × ${
         formatSize(ts.cache.chunk_size)
       } × ${ts.fetch_concurrency} = ${formatSize(minCache)}`,
+    );
+  }
+
+  // The sidecar contract: tierd never writes into the broker's data directory.
+  const dataDir = config.agent.data_dir;
+  const stateDir = config.agent.state_dir;
+  if (stateDir === dataDir) {
+    need(
+      ["agent", "state_dir"],
+      "a directory of tierd's own, not agent.data_dir itself (tierd would write its journals and " +
+        ".remote markers into the broker's partition directories)",
+    );
+  } else if (within(stateDir, dataDir)) {
+    need(
+      ["agent", "state_dir"],
+      `a directory outside agent.data_dir (${dataDir}): tierd never writes into the broker's data`,
+    );
+  }
+  if (within(ts.cache.path, dataDir) && !within(ts.cache.path, stateDir)) {
+    need(
+      ["tiered_storage", "cache", "path"],
+      `a directory outside agent.data_dir (${dataDir}): tierd never writes into the broker's data`,
+    );
+  }
+  if (ts.fs.path !== "" && within(ts.fs.path, dataDir)) {
+    need(
+      ["tiered_storage", "fs", "path"],
+      `a directory outside agent.data_dir (${dataDir}): the store must not live in the broker's data`,
     );
   }
 

@@ -5,6 +5,23 @@
 import { z } from "zod";
 import { LISTEN_EXPECTED, parseListen } from "./listen.ts";
 import {
+  AZURE_ACCOUNT_EXPECTED,
+  AZURE_CONTAINER_EXPECTED,
+  AZURE_KEY_EXPECTED,
+  azureAccountProblem,
+  azureContainerProblem,
+  base64Problem,
+  GCS_BUCKET_EXPECTED,
+  gcsBucketProblem,
+  KEY_SEGMENT_EXPECTED,
+  keySegmentProblem,
+  PREFIX_EXPECTED,
+  prefixProblem,
+  S3_BUCKET_EXPECTED,
+  s3BucketProblem,
+} from "./names.ts";
+import { MIN_SCRUBBED_LENGTH } from "./secrets.ts";
+import {
   DURATION_EXPECTED,
   formatDuration,
   formatSize,
@@ -25,34 +42,49 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 
 /** `[agent.broker]`: the broker's HTTP API, used for `evict_via = "broker"`. */
 export interface BrokerConfig {
-  /** e.g. `"http://127.0.0.1:3000"`; `""` = not configured. */
+  /** The broker's HTTP API, e.g. `"http://127.0.0.1:3000"`; `""` = none. @default "" */
   http_url: string;
+  /** The user tierd logs in as (with `password`). @default "" */
   username: string;
-  /** Secret; env `TIERD_BROKER_PASSWORD`. */
+  /** That user's password. @default "" */
   password: string;
-  /** Secret; env `TIERD_BROKER_TOKEN`. */
+  /** A personal access token, instead of `username` and `password`. @default "" */
   personal_access_token: string;
 }
 
 /** `[agent]`: the sidecar process itself. */
 export interface AgentConfig {
-  /** The broker's data directory (Iggy `local_data`); absolute after loading. */
+  /**
+   * The broker's data directory (Iggy `local_data`), holding `streams/`; tierd never writes
+   * there. Required; `tierd run` refuses to start when it is missing or holds no `streams/`.
+   * Absolute after loading.
+   */
   data_dir: string;
-  /** Markers, journals, index copies and (by default) the cache; absolute after loading. */
+  /**
+   * tierd's own directory: journals, `.remote` markers, index copies and (by default) the cache.
+   * Never `data_dir` or inside it. Absolute after loading. @default "var/state"
+   */
   state_dir: string;
-  /** HTTP API address, `host:port` (see `parseListen`). @default "127.0.0.1:7070" */
+  /** Where the HTTP API, metrics and status page listen, `host:port`. @default "127.0.0.1:7070" */
   listen: string;
-  /** Second segment of every object key. @default "local" */
+  /** The second segment of every object key; one per broker cluster. @default "local" */
   cluster_id: string;
-  /** @default "auto" */
+  /** The broker's segment format; `auto` detects it per partition. @default "auto" */
   format: SegmentFormat;
-  /** Milliseconds a sealed segment's files must be quiet before upload. @default 5 s */
+  /** How long a sealed segment's files must be quiet before tierd copies it. @default 5 s */
   seal_quiescence: number;
-  /** Bearer token for `POST /v1/admin/*`; secret; env `TIERD_API_TOKEN`. */
+  /**
+   * Bearer token for `POST /v1/admin/*`: at least 8 characters, no whitespace; `""` turns the
+   * admin routes off. @default ""
+   */
   api_token: string;
-  /** @default "auto" (see `resolveEvictVia`) */
+  /**
+   * How an evicted segment leaves the broker: `broker` (Iggy's DeleteSegments API, safe beside
+   * a running broker), `unlink` (tierd removes the files: only while the broker is stopped), or
+   * `auto` (`broker` when `[agent.broker] http_url` is set, else `unlink`). @default "auto"
+   */
   evict_via: EvictVia;
-  /** @default "info" */
+  /** The lowest level of log line written. @default "info" */
   log_level: LogLevel;
   /** Milliseconds a connection has to send a whole request head. @default 10 s */
   http_header_timeout: number;
@@ -70,21 +102,24 @@ export interface AgentConfig {
 
 /** `[tiered_storage.housekeeping]`: background jobs that run when the agent is idle. */
 export interface HousekeepingConfig {
-  /** Milliseconds; a housekeeping run at least this often. @default 5 m */
+  /** A housekeeping run at least this often, busy or not. @default 5 m */
   interval: number;
-  /** Milliseconds of low request rate before an idle run. @default 10 s */
+  /** How long the request rate must stay low before an idle run. @default 10 s */
   idle_timeout: number;
-  /** Requests per second below which the agent counts as idle. @default 10 */
+  /** Store requests per second below which the agent counts as idle. @default 10 */
   idle_threshold_rps: number;
-  /** Store requests one run may spend. @default 5000 */
+  /** Store requests one housekeeping run may spend. @default 5000 */
   request_quota: number;
-  /** Milliseconds between orphan sweeps; `Infinity` disables them. @default 1 h */
+  /** Time between sweeps for objects of vanished partitions; `"unlimited"` = never. @default 1 h */
   orphan_sweep_interval: number;
-  /** Milliseconds an incarnation must be gone before its objects are swept. @default 1 d */
+  /** How long a partition incarnation must be gone before its objects are swept. @default 1 d */
   orphan_grace: number;
-  /** Milliseconds between `manifest.json` rewrites per partition. @default 60 s */
+  /** Time between `manifest.json` rewrites per partition. @default 60 s */
   manifest_upload_interval: number;
-  /** Milliseconds between verify passes (HEAD below the floor); `Infinity` disables. @default 6 h */
+  /**
+   * Time between verify passes (HEAD of every copy below the floor); `"unlimited"` = never.
+   * @default 6 h
+   */
   verify_interval: number;
 }
 
@@ -117,20 +152,26 @@ export type AzureCredentialsSource =
 
 /** `[tiered_storage.s3]`: AWS S3 and S3-compatible stores. */
 export interface S3Config {
+  /** The bucket (AWS naming rules); required with `backend = "s3"`. @default "" */
   bucket: string;
-  /** `""`: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else us-east-1. @default "" */
+  /**
+   * The bucket's region, signed into every request; `""`: AWS_REGION, AWS_DEFAULT_REGION, the
+   * profile's `region`, else us-east-1. @default ""
+   */
   region: string;
-  /** `""` = AWS; set for MinIO, Ceph RGW, R2. */
+  /** `""` = AWS; set for MinIO, Ceph RGW, R2 (`http://` or `https://`). @default "" */
   endpoint: string;
-  /** @default "auto" */
+  /**
+   * `path` (`endpoint/bucket/key`), `virtual` (`bucket.endpoint/key`) or `auto`. @default "auto"
+   */
   url_style: "auto" | "path" | "virtual";
-  /** First segment of every object key. @default "iggy" */
+  /** The first segment(s) of every object key. @default "iggy" */
   prefix: string;
-  /** Secret; env `TIERD_S3_ACCESS_KEY`. */
+  /** The access key id, for `credentials_source = "static"`. @default "" */
   access_key: string;
-  /** Secret; env `TIERD_S3_SECRET_KEY`. */
+  /** The secret access key, for `credentials_source = "static"`. @default "" */
   secret_key: string;
-  /** Secret; env `TIERD_S3_SESSION_TOKEN`. */
+  /** A session token for temporary credentials. @default "" */
   session_token: string;
   /**
    * Where credentials come from. `auto` walks: the keys above, the environment, the shared
@@ -138,42 +179,52 @@ export interface S3Config {
    * `none`: unsigned requests (no Authorization header). @default "auto"
    */
   credentials_source: AwsCredentialsSource;
-  /** Profile of the shared credentials/config files; `""`: AWS_PROFILE, else `default`. */
+  /** Profile of the shared credentials/config files; `""`: AWS_PROFILE, else `default`. @default "" */
   profile: string;
-  /** Web identity token file; `""`: AWS_WEB_IDENTITY_TOKEN_FILE. */
+  /** Web identity token file; `""`: AWS_WEB_IDENTITY_TOKEN_FILE. @default "" */
   web_identity_token_file: string;
-  /** Role for web identity; `""`: AWS_ROLE_ARN. */
+  /** Role for web identity; `""`: AWS_ROLE_ARN. @default "" */
   web_identity_role_arn: string;
-  /** Set: STS AssumeRole this role on top of the credentials the source gives. */
+  /** Set: STS AssumeRole this role on top of the credentials the source gives. @default "" */
   assume_role_arn: string;
-  /** `""`: `tierd-` and random digits. */
+  /** The AssumeRole session name; `""`: `tierd-` and random digits. @default "" */
   assume_role_session_name: string;
-  /** The role's external id, if its trust policy asks for one. */
+  /** The role's external id, if its trust policy asks for one. @default "" */
   assume_role_external_id: string;
   /** Milliseconds asked of STS for temporary credentials; 15 min to 12 h. @default 1 h */
   credentials_duration: number;
-  /** STS endpoint; `""`: the S3 endpoint when it is not AWS (MinIO), else STS in the region. */
+  /**
+   * STS endpoint; `""`: the S3 endpoint when it is not AWS (MinIO), else STS in the region.
+   * @default ""
+   */
   sts_endpoint: string;
-  /** EC2 instance metadata; `""`: AWS_EC2_METADATA_SERVICE_ENDPOINT, else 169.254.169.254. */
+  /**
+   * EC2 instance metadata; `""`: AWS_EC2_METADATA_SERVICE_ENDPOINT, else 169.254.169.254.
+   * @default ""
+   */
   imds_endpoint: string;
-  /** Use `If-None-Match: *` on PUT; false falls back to HEAD-then-PUT. @default true */
+  /** Create objects with `If-None-Match: *`; false falls back to HEAD-then-PUT. @default true */
   conditional_writes: boolean;
 }
 
 /** `[tiered_storage.fs]`: a directory as the object store. */
 export interface FsConfig {
-  /** Root directory; absolute after loading, `""` if unset. */
+  /**
+   * The store's root directory (never inside `agent.data_dir`); required with `backend = "fs"`.
+   * Absolute after loading. @default ""
+   */
   path: string;
-  /** @default "iggy" */
+  /** The first segment(s) of every object key. @default "iggy" */
   prefix: string;
 }
 
 /** `[tiered_storage.gcs]`: Google Cloud Storage (JSON API). */
 export interface GcsConfig {
+  /** The bucket (GCS naming rules); required with `backend = "gcs"`. @default "" */
   bucket: string;
-  /** @default "iggy" */
+  /** The first segment(s) of every object key. @default "iggy" */
   prefix: string;
-  /** `""` = Google's; set for fake-gcs-server. */
+  /** `""` = Google's; set for fake-gcs-server. @default "" */
   endpoint: string;
   /**
    * `auto` (application default credentials): `token`, `service_account_key`,
@@ -181,100 +232,127 @@ export interface GcsConfig {
    * @default "auto"
    */
   credentials_source: GcsCredentialsSource;
-  /** Path to the service account JSON key file; absolute after loading, `""` if unset. */
+  /** Path to the service account JSON key file; absolute after loading. @default "" */
   service_account_key: string;
-  /** A credentials file (service account or external_account); `""`: GOOGLE_APPLICATION_CREDENTIALS. */
+  /**
+   * A credentials file (service account or external_account); `""`:
+   * GOOGLE_APPLICATION_CREDENTIALS. @default ""
+   */
   credentials_file: string;
-  /** `""`: GCE_METADATA_HOST, else http://metadata.google.internal. */
+  /** The metadata server; `""`: GCE_METADATA_HOST, else metadata.google.internal. @default "" */
   metadata_endpoint: string;
-  /** Static bearer token; secret; env `TIERD_GCS_TOKEN`. */
+  /** A static bearer token, for `credentials_source = "static"`. @default "" */
   token: string;
 }
 
 /** `[tiered_storage.azure]`: Azure Blob Storage. */
 export interface AzureConfig {
+  /** The storage account (3–24 lowercase letters and digits). @default "" */
   account: string;
+  /** The blob container (Azure naming rules). @default "" */
   container: string;
-  /** @default "iggy" */
+  /** The first segment(s) of every object key. @default "iggy" */
   prefix: string;
-  /** `""` = `https://{account}.blob.core.windows.net`; set for Azurite. */
+  /** `""` = `https://{account}.blob.core.windows.net`; set for Azurite. @default "" */
   endpoint: string;
-  /** Secret; env `TIERD_AZURE_KEY`. */
+  /** The account key, base64 as the portal shows it; set this or `sas_token`. @default "" */
   shared_key: string;
-  /** Secret; env `TIERD_AZURE_SAS`. */
+  /** A SAS token, instead of `shared_key`. @default "" */
   sas_token: string;
   /**
    * `auto`: the SAS or shared key when set, else Entra ID tokens from workload identity, a
    * client secret, then the managed identity. @default "auto"
    */
   credentials_source: AzureCredentialsSource;
-  /** App (client) id; `""`: AZURE_CLIENT_ID. */
+  /** The app (client) id for Entra ID tokens; `""`: AZURE_CLIENT_ID. @default "" */
   client_id: string;
-  /** Tenant id; `""`: AZURE_TENANT_ID. */
+  /** The tenant id for Entra ID tokens; `""`: AZURE_TENANT_ID. @default "" */
   tenant_id: string;
-  /** Secret; env `TIERD_AZURE_CLIENT_SECRET`; `""`: AZURE_CLIENT_SECRET. */
+  /** The app's client secret; `""`: AZURE_CLIENT_SECRET. @default "" */
   client_secret: string;
-  /** `""`: AZURE_FEDERATED_TOKEN_FILE. */
+  /** The workload identity token file; `""`: AZURE_FEDERATED_TOKEN_FILE. @default "" */
   federated_token_file: string;
-  /** `""`: AZURE_AUTHORITY_HOST, else https://login.microsoftonline.com. */
+  /**
+   * Where Entra ID tokens come from; `""`: AZURE_AUTHORITY_HOST, else
+   * https://login.microsoftonline.com. @default ""
+   */
   authority_host: string;
-  /** `""`: http://169.254.169.254. */
+  /** The managed identity endpoint; `""`: http://169.254.169.254. @default "" */
   imds_endpoint: string;
 }
 
 /** `[tiered_storage.cache]`: the local chunk cache for remote reads. */
 export interface CacheConfig {
-  /** Cache directory; absolute after loading (`""` in the file = `{state_dir}/cache`). */
+  /** The cache directory; `""` = `{state_dir}/cache`. Absolute after loading. @default "" */
   path: string;
-  /** Bytes; `Infinity` leaves only `size_percent`. @default 4 GiB */
+  /**
+   * The cache's size budget (the smaller of this and `size_percent`); at least
+   * 2 × `chunk_size` × `fetch_concurrency`. @default 4 GiB
+   */
   size: number;
-  /** Percent of the cache disk; the smaller of this and `size` is the budget. @default 20 */
+  /** Percent of the cache's disk; the smaller of this and `size` is the budget. @default 20 */
   size_percent: number;
-  /** @default 100000 */
+  /** Most chunk files kept. @default 100000 */
   max_objects: number;
-  /** Bytes; a multiple of 4096 within 1–64 MiB. @default 8 MiB */
+  /** Bytes fetched per chunk: a multiple of 4 KiB within 1–64 MiB. @default 8 MiB */
   chunk_size: number;
   /** Readahead cap, in chunks. @default 4 */
   readahead_max: number;
-  /** Trim down to this percent of the budget. @default 80 */
+  /** A trim frees space down to this percent of the budget. @default 80 */
   low_watermark_percent: number;
-  /** Milliseconds between trims, at least. @default 5 s */
+  /** The least time between two trims. @default 5 s */
   trim_min_interval: number;
 }
 
-/** `[tiered_storage]`: the RFC's keys, plus `part_size`. */
+/**
+ * `[tiered_storage]`: tiering itself: the store, uploads, reads from the store, deletion limits
+ * and the default local retention (the RFC's keys, plus `part_size`).
+ */
 export interface TieredStorageConfig {
-  /** @default false */
+  /** Tiering on; `tierd run` refuses to start without it. @default false */
   enabled: boolean;
-  /** @default "s3" */
+  /**
+   * The object store: `s3`, `gcs`, `azure`, `fs` (a directory) or `sim` (in memory). @default "s3"
+   */
   backend: BackendName;
-  /** Most uploads in flight node-wide. @default 2 */
+  /** Most uploads in flight node-wide (one per partition at a time). @default 2 */
   upload_concurrency: number;
-  /** Bytes read, hashed and sent per step. @default 1 MiB */
+  /**
+   * Bytes read, hashed and sent per step. Not supported yet: nothing reads it, and setting it is
+   * an error (see {@link NOT_SUPPORTED_YET}). @default 1 MiB
+   */
   upload_piece_size: number;
-  /** Bytes; objects up to this are one PUT, larger ones multipart in parts this big. @default 8 MiB */
+  /**
+   * Objects up to this are one PUT; larger ones go multipart in parts this big (5 MiB–5 GiB).
+   * @default 8 MiB
+   */
   part_size: number;
-  /** Milliseconds; ceiling of the idle scan backoff. @default 10 s */
+  /** The ceiling of the idle scan's back-off and of store retries' back-off. @default 10 s */
   upload_loop_backoff_max: number;
-  /** Milliseconds; deadline for one segment's upload. @default 90 s */
+  /**
+   * The deadline for one segment's store work (its copy, cleanup, re-verify, delete). @default 90 s
+   */
   segment_upload_timeout: number;
-  /** Most store fetches in flight. @default 4 */
+  /** Most store fetches in flight for reads. @default 4 */
   fetch_concurrency: number;
-  /** Milliseconds a read waits for the store; below 10 s. @default 5 s */
+  /** How long a read waits for the store before answering 503 (below 10 s). @default 5 s */
   fetch_timeout: number;
-  /** Bytes per second for downloads; `Infinity` = no limit. @default unlimited */
+  /** Download rate cap for reads, like `"100 MiB/s"`. @default unlimited */
   fetch_bandwidth: number;
-  /** Milliseconds; pooled connections idle longer are not reused. @default 5 s */
+  /**
+   * Pooled connections idle longer are not reused. Not supported yet: nothing reads it, and
+   * setting it is an error (see {@link NOT_SUPPORTED_YET}). @default 5 s
+   */
   connection_idle_timeout: number;
-  /** Most objects deleted per retention pass. @default 300 */
+  /** Most objects deleted by total retention per pass, all partitions together. @default 300 */
   delete_batch_per_pass: number;
-  /** Most deletions pending per partition. @default 5000 */
+  /** Most retention deletions pending per partition. @default 5000 */
   delete_pending_per_partition: number;
-  /** Milliseconds an object stays after it became deletable. @default 60 s */
+  /** How long an object stays after it became deletable. @default 60 s */
   delete_grace: number;
-  /** Milliseconds; `local_retention_age` of a `[[topic]]` that omits it. @default unlimited */
+  /** `local_retention_age` of a `[[topic]]` that omits it. @default unlimited */
   default_local_retention_age: number;
-  /** Bytes; `local_retention_size` of a `[[topic]]` that omits it. @default unlimited */
+  /** `local_retention_size` of a `[[topic]]` that omits it. @default unlimited */
   default_local_retention_size: number;
   housekeeping: HousekeepingConfig;
   s3: S3Config;
@@ -286,19 +364,31 @@ export interface TieredStorageConfig {
 
 /** One `[[topic]]`: a topic tierd looks after. Topics not listed are not tiered. */
 export interface TopicConfig {
-  /** Numeric stream id. */
+  /** The numeric stream id. */
   stream: number;
-  /** Numeric topic id. */
+  /** The numeric topic id. */
   topic: number;
-  /** @default true */
+  /** Tier this topic; false lists it without tiering it. @default true */
   tiered_storage: boolean;
-  /** Milliseconds by max timestamp before an uploaded segment may be evicted locally. */
+  /**
+   * Evict a copied segment locally once its newest message is older than this (eviction is
+   * opt-in). @default tiered_storage.default_local_retention_age
+   */
   local_retention_age: number;
-  /** Bytes of local segments above which uploaded segments may be evicted. */
+  /**
+   * Evict copied segments, oldest first, while the partition's local segments exceed this.
+   * @default tiered_storage.default_local_retention_size
+   */
   local_retention_size: number;
-  /** Milliseconds; total retention applied to remote copies. @default unlimited */
+  /**
+   * Total retention: remote copies whose newest message is older than this are deleted. @default
+   * unlimited
+   */
   message_expiry: number;
-  /** Bytes; total retention applied to remote copies. @default unlimited */
+  /**
+   * Total retention: the topic's bytes above which the oldest evicted copies are deleted. @default
+   * unlimited
+   */
   max_topic_size: number;
 }
 
@@ -323,12 +413,15 @@ export function resolveEvictVia(config: Config): "broker" | "unlink" {
 }
 
 /**
- * Keys the schema accepts that nothing in this build acts on yet. A key that does nothing is a
- * lie, so a file that sets one is refused ("not supported yet") rather than silently ignored;
- * a key leaves this list with the code that reads it. (Every other key is read somewhere:
- * `test/config/not_supported_test.ts` names where.)
+ * Keys the file may not set yet: the schema keeps them, with their defaults, for the code that
+ * will read them, but nothing in tierd does so far. Setting one is a config error ("not
+ * supported yet"), so a value that would do nothing is never silently accepted; `config show`
+ * and `docs/configuration.md` leave them out of the effective config.
  */
-export const NOT_SUPPORTED_YET: readonly (readonly string[])[] = [];
+export const NOT_SUPPORTED_YET: readonly (readonly string[])[] = [
+  ["tiered_storage", "upload_piece_size"],
+  ["tiered_storage", "connection_idle_timeout"],
+];
 
 // ---- field builders -------------------------------------------------------------------------
 
@@ -340,7 +433,9 @@ interface Bound {
 
 const MiB = 1024 * 1024;
 
-/** A parsed duration or size: a non-negative number, `Infinity` included (z.number() refuses it). */
+/**
+ * A parsed duration or size: a non-negative number, `Infinity` included (z.number() refuses it).
+ */
 function bounded(bound?: Bound) {
   const n = z.custom<number>((v) => typeof v === "number" && v >= 0);
   return bound ? n.refine((v) => bound.ok(v), { message: bound.expected }) : n;
@@ -352,7 +447,7 @@ function unitIssue(e: unknown, text: string, ctx: z.core.ParsePayload<unknown>):
   return z.NEVER;
 }
 
-/** A duration written as text, parsed to milliseconds. */
+/** A duration written as text, parsed to milliseconds; `meta().unit` names it for the docs. */
 function duration(bound?: Bound) {
   return z.codec(z.string({ error: DURATION_EXPECTED }), bounded(bound), {
     decode: (text, ctx) => {
@@ -363,10 +458,13 @@ function duration(bound?: Bound) {
       }
     },
     encode: formatDuration,
-  });
+  }).meta({ unit: "duration" });
 }
 
-/** A size written as text (or a bare byte count), parsed to bytes. `/s` allowed for rates. */
+/**
+ * A size written as text (or a bare byte count), parsed to bytes. `/s` allowed for rates.
+ * `meta().unit` names it for the docs.
+ */
 function size(bound?: Bound, rate = false) {
   const expected = rate ? `${SIZE_EXPECTED}, optionally per second ("50 MiB/s")` : SIZE_EXPECTED;
   return z.codec(z.union([z.string(), z.number()], { error: expected }), bounded(bound), {
@@ -388,7 +486,7 @@ function size(bound?: Bound, rate = false) {
       }
     },
     encode: (bytes) => rate && bytes !== Infinity ? `${formatSize(bytes)}/s` : formatSize(bytes),
-  });
+  }).meta({ unit: rate ? "size per second" : "size" });
 }
 
 function int(min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -401,9 +499,28 @@ function httpUrl(what: string) {
   });
 }
 
-const PREFIX = z.string().regex(/^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/, {
-  message: 'a key prefix of letters, digits, ".", "_", "-", with inner "/" only, like "iggy"',
-});
+/**
+ * A string checked by `problem` (from `names.ts`): the issue reads "expected {expected} ({why})".
+ * An empty string passes when `emptyOk` (the cross-key rules say when it is required).
+ */
+function named(expected: string, problem: (s: string) => string | undefined, emptyOk = true) {
+  return z.string().superRefine((s, ctx) => {
+    if (emptyOk && s === "") return;
+    const why = problem(s);
+    if (why) ctx.addIssue({ code: "custom", message: `${expected} (${why})`, input: s });
+  });
+}
+
+const PREFIX = named(PREFIX_EXPECTED, prefixProblem, false);
+
+/** `agent.api_token`: sent in an Authorization header and scrubbed from every log line. */
+function tokenProblem(token: string): string | undefined {
+  if (/\s/.test(token)) return "it contains whitespace, which no Authorization header carries";
+  if (token.length < MIN_SCRUBBED_LENGTH) {
+    return `it is shorter than ${MIN_SCRUBBED_LENGTH} characters, which the log would not scrub`;
+  }
+  return undefined;
+}
 
 const positive: Bound = { ok: (n) => n > 0, expected: "more than 0" };
 const finite: Bound = { ok: Number.isFinite, expected: 'a finite duration (not "unlimited")' };
@@ -438,12 +555,14 @@ const agentSchema = z.strictObject({
       return false;
     }
   }, { message: LISTEN_EXPECTED }).prefault("127.0.0.1:7070"),
-  cluster_id: z.string().regex(/^[A-Za-z0-9._-]+$/, {
-    message: 'an object key segment of letters, digits, ".", "_", "-", like "local"',
-  }).prefault("local"),
+  cluster_id: named(KEY_SEGMENT_EXPECTED, keySegmentProblem, false).prefault("local"),
   format: z.enum(["auto", "iggy-0.8", "iggy-0.9"]).prefault("auto"),
   seal_quiescence: duration(finite).prefault("5 s"),
-  api_token: z.string().prefault(""),
+  api_token: named(
+    `"" (admin routes off), or a token of ${MIN_SCRUBBED_LENGTH} or more characters ` +
+      "without whitespace",
+    tokenProblem,
+  ).prefault(""),
   evict_via: z.enum(["auto", "broker", "unlink"]).prefault("auto"),
   log_level: z.enum(["debug", "info", "warn", "error"]).prefault("info"),
   http_header_timeout: duration(finitePositive).prefault("10 s"),
@@ -474,7 +593,7 @@ const ARN = z.string().refine((s) => s === "" || /^arn:[a-z-]+:[a-z0-9-]*:/.test
 });
 
 const s3Schema = z.strictObject({
-  bucket: z.string().prefault(""),
+  bucket: named(S3_BUCKET_EXPECTED, s3BucketProblem).prefault(""),
   region: z.string().prefault(""),
   endpoint: httpUrl("AWS").prefault(""),
   url_style: z.enum(["auto", "path", "virtual"]).prefault("auto"),
@@ -512,7 +631,7 @@ const fsSchema = z.strictObject({
 });
 
 const gcsSchema = z.strictObject({
-  bucket: z.string().prefault(""),
+  bucket: named(GCS_BUCKET_EXPECTED, gcsBucketProblem).prefault(""),
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("Google's endpoint").prefault(""),
   credentials_source: z.enum(
@@ -528,11 +647,11 @@ const gcsSchema = z.strictObject({
 });
 
 const azureSchema = z.strictObject({
-  account: z.string().prefault(""),
-  container: z.string().prefault(""),
+  account: named(AZURE_ACCOUNT_EXPECTED, azureAccountProblem).prefault(""),
+  container: named(AZURE_CONTAINER_EXPECTED, azureContainerProblem).prefault(""),
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("https://{account}.blob.core.windows.net").prefault(""),
-  shared_key: z.string().prefault(""),
+  shared_key: named(AZURE_KEY_EXPECTED, base64Problem).prefault(""),
   sas_token: z.string().prefault(""),
   credentials_source: z.enum(
     ["auto", "shared_key", "sas", "workload_identity", "client_secret", "managed_identity"],

@@ -23,6 +23,12 @@ export const SECRET_FIELDS: readonly SecretField[] = [
   { path: ["tiered_storage", "azure", "client_secret"], env: "TIERD_AZURE_CLIENT_SECRET" },
 ];
 
+/**
+ * The shortest secret scrubbed from foreign text (`src/scrub.ts`): shorter strings would blank
+ * out ordinary text. A secret that must be scrubbed, `agent.api_token`, is refused below it.
+ */
+export { MIN_SCRUB_LENGTH as MIN_SCRUBBED_LENGTH } from "../scrub.ts";
+
 /** Shown in place of a secret that is set. An unset secret shows as `""`. */
 export const REDACTED = "***";
 

@@ -283,47 +283,47 @@ Deno.test("rule: enabled s3 needs a bucket, and both keys or neither", () => {
   assertRefused(`${s3}bucket = ""\n`, "tiered_storage.s3.bucket", '""', /backend = "s3"/);
   // An empty region is resolved from the environment and the shared config file.
   assert.equal(
-    parseConfig(`${s3}bucket = "b"\nregion = ""\n`, SOURCE, {}).tiered_storage.s3.region,
+    parseConfig(`${s3}bucket = "bkt"\nregion = ""\n`, SOURCE, {}).tiered_storage.s3.region,
     "",
   );
   assertRefused(
-    `${s3}bucket = "b"\ncredentials_source = "static"\n`,
+    `${s3}bucket = "bkt"\ncredentials_source = "static"\n`,
     "tiered_storage.s3.access_key",
     undefined,
     /credentials_source = "static"/,
   );
   assertRefused(
-    `${s3}bucket = "b"\ncredentials_source = "sts"\n`,
+    `${s3}bucket = "bkt"\ncredentials_source = "sts"\n`,
     "tiered_storage.s3.credentials_source",
     '"sts"',
     /"web_identity"/,
   );
   assertRefused(
-    `${s3}bucket = "b"\nassume_role_arn = "role/tierd"\n`,
+    `${s3}bucket = "bkt"\nassume_role_arn = "role/tierd"\n`,
     "tiered_storage.s3.assume_role_arn",
     '"role/tierd"',
     /arn:aws:iam/,
   );
   assertRefused(
-    `${s3}bucket = "b"\ncredentials_duration = "5 m"\n`,
+    `${s3}bucket = "bkt"\ncredentials_duration = "5 m"\n`,
     "tiered_storage.s3.credentials_duration",
     '"5 m"',
     /15 min/,
   );
   assertRefused(
-    `${s3}bucket = "b"\naccess_key = "AKIA"\n`,
+    `${s3}bucket = "bkt"\naccess_key = "AKIA"\n`,
     "tiered_storage.s3.secret_key",
     undefined,
     /TIERD_S3_SECRET_KEY/,
   );
   const ok = parseConfig(
-    `${s3}bucket = "b"\nendpoint = "http://127.0.0.1:9000"\ncredentials_source = "none"\n`,
+    `${s3}bucket = "bkt"\nendpoint = "http://127.0.0.1:9000"\ncredentials_source = "none"\n`,
     SOURCE,
     {},
   );
   assert.equal(ok.tiered_storage.s3.endpoint, "http://127.0.0.1:9000");
   assertRefused(
-    `${s3}bucket = "b"\nendpoint = "127.0.0.1:9000"\n`,
+    `${s3}bucket = "bkt"\nendpoint = "127.0.0.1:9000"\n`,
     "tiered_storage.s3.endpoint",
     '"127.0.0.1:9000"',
   );
@@ -336,60 +336,60 @@ Deno.test("rule: enabled gcs needs a bucket and its credentials", () => {
   const gcs = `${ENABLED("gcs")}[tiered_storage.gcs]\n`;
   assertRefused(`${gcs}credentials_source = "none"\n`, "tiered_storage.gcs.bucket", undefined);
   assertRefused(
-    `${gcs}bucket = "b"\ncredentials_source = "service_account"\n`,
+    `${gcs}bucket = "bkt"\ncredentials_source = "service_account"\n`,
     "tiered_storage.gcs.service_account_key",
     undefined,
   );
   // auto (application default credentials) needs nothing in the file.
-  parseConfig(`${gcs}bucket = "b"\n`, SOURCE, {});
+  parseConfig(`${gcs}bucket = "bkt"\n`, SOURCE, {});
   assertRefused(
-    `${gcs}bucket = "b"\ncredentials_source = "adc"\n`,
+    `${gcs}bucket = "bkt"\ncredentials_source = "adc"\n`,
     "tiered_storage.gcs.credentials_source",
     '"adc"',
     /"external_account"/,
   );
   assertRefused(
-    `${gcs}bucket = "b"\ncredentials_source = "static"\n`,
+    `${gcs}bucket = "bkt"\ncredentials_source = "static"\n`,
     "tiered_storage.gcs.token",
     undefined,
   );
-  const ok = parseConfig(`${gcs}bucket = "b"\nservice_account_key = "key.json"\n`, SOURCE, {});
+  const ok = parseConfig(`${gcs}bucket = "bkt"\nservice_account_key = "key.json"\n`, SOURCE, {});
   assert.equal(ok.tiered_storage.gcs.service_account_key, "/etc/tierd/key.json");
 });
 
 Deno.test("rule: enabled azure needs account, container, at most one of shared_key, sas_token", () => {
   const az = `${ENABLED("azure")}[tiered_storage.azure]\n`;
   assertRefused(
-    `${az}container = "c"\nshared_key = "k"\n`,
+    `${az}container = "ctr"\nshared_key = "a2V5"\n`,
     "tiered_storage.azure.account",
     undefined,
   );
   assertRefused(
-    `${az}account = "a"\nshared_key = "k"\n`,
+    `${az}account = "acct"\nshared_key = "a2V5"\n`,
     "tiered_storage.azure.container",
     undefined,
   );
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\ncredentials_source = "shared_key"\n`,
+    `${az}account = "acct"\ncontainer = "ctr"\ncredentials_source = "shared_key"\n`,
     "tiered_storage.azure.shared_key",
     undefined,
     /TIERD_AZURE_KEY/,
   );
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\ncredentials_source = "sas"\n`,
+    `${az}account = "acct"\ncontainer = "ctr"\ncredentials_source = "sas"\n`,
     "tiered_storage.azure.sas_token",
     undefined,
     /TIERD_AZURE_SAS/,
   );
   // auto without a key or SAS: Entra ID tokens (workload identity, client secret, IMDS).
-  parseConfig(`${az}account = "a"\ncontainer = "c"\n`, SOURCE, {});
+  parseConfig(`${az}account = "acct"\ncontainer = "ctr"\n`, SOURCE, {});
   assertRefused(
-    `${az}account = "a"\ncontainer = "c"\nshared_key = "k"\nsas_token = "s"\n`,
+    `${az}account = "acct"\ncontainer = "ctr"\nshared_key = "a2V5"\nsas_token = "s"\n`,
     "tiered_storage.azure.sas_token",
     '"***"',
     /only one/,
   );
-  parseConfig(`${az}account = "a"\ncontainer = "c"\nsas_token = "sv=1"\n`, SOURCE, {});
+  parseConfig(`${az}account = "acct"\ncontainer = "ctr"\nsas_token = "sv=1"\n`, SOURCE, {});
 });
 
 Deno.test("rule: enabled fs needs a path", () => {
@@ -511,13 +511,14 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
   const file = `${BASE}api_token = "file"\n[agent.broker]\npassword = "file"\n` +
     `[tiered_storage.s3]\naccess_key = "file"\nsecret_key = "file"\n`;
   const env: Record<string, string> = {};
-  for (const f of SECRET_FIELDS) env[f.env] = `env-${f.env}`;
+  const envValue = (name: string) => name === "TIERD_AZURE_KEY" ? "ZW52LWtleQ==" : `env-${name}`;
+  for (const f of SECRET_FIELDS) env[f.env] = envValue(f.env);
   env.TIERD_S3_SECRET_KEY = "";
   const config = parseConfig(file, SOURCE, env);
   const at = (path: readonly string[]) =>
     path.reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
   for (const f of SECRET_FIELDS) {
-    const want = f.env === "TIERD_S3_SECRET_KEY" ? "file" : `env-${f.env}`;
+    const want = f.env === "TIERD_S3_SECRET_KEY" ? "file" : envValue(f.env);
     assert.equal(at(f.path), want, f.env);
   }
   assert.deepEqual(
@@ -538,7 +539,7 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
 });
 
 Deno.test("env credentials satisfy the backend's required fields", () => {
-  const s3 = `${ENABLED("s3")}[tiered_storage.s3]\nbucket = "b"\n`;
+  const s3 = `${ENABLED("s3")}[tiered_storage.s3]\nbucket = "bkt"\n`;
   const config = parseConfig(s3, SOURCE, { TIERD_S3_ACCESS_KEY: "a", TIERD_S3_SECRET_KEY: "s" });
   assert.equal(config.tiered_storage.s3.secret_key, "s");
 });

@@ -19,16 +19,6 @@ const READ_BY_THE_SCHEMA = new Set([
   "agent.evict_via",
 ]);
 
-/**
- * Being implemented on another branch while this one was written (upload pieces, the connection
- * pool): not refused here so as not to collide with that work. If that branch does not land,
- * they belong in NOT_SUPPORTED_YET; once it does, this test says to drop them from here.
- */
-const PENDING_ELSEWHERE = new Set([
-  "tiered_storage.upload_piece_size",
-  "tiered_storage.connection_idle_timeout",
-]);
-
 /** Files that only parse, check, show or document the config: reading a key there is no use. */
 const NOT_USES = new Set([
   "schema.ts",
@@ -88,8 +78,6 @@ Deno.test("config: every key is read by the code, or refused as not supported ye
       (READ_BY_THE_SCHEMA.has(key) && reads(schema, key));
     if (refused.has(key)) {
       assert.ok(!read, `${key} is read now: take it out of NOT_SUPPORTED_YET`);
-    } else if (PENDING_ELSEWHERE.has(key)) {
-      assert.ok(!read, `${key} is read now: take it out of PENDING_ELSEWHERE in this test`);
     } else if (!read) {
       unread.push(key);
     }

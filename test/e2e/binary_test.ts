@@ -1,6 +1,6 @@
-// The single binary, used as an operator would: build dist/tierd with Bun, then `gen`,
-// `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote; and a
-// second instance on a held state dir refused (the Bun flock path of the state dir lock).
+// The single binary, used as an operator would: build dist/tierd with Bun, then `--help`,
+// `gen`, `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote; and
+// a second instance on a held state dir refused (the Bun flock path of the state dir lock).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdir, readFile, writeFile } from "node:fs/promises";
@@ -27,6 +27,13 @@ Deno.test("the compiled binary generates, validates and copies segments", async 
     const bin = join(tmp.path, "tierd");
     const build = run(Deno.execPath(), ["run", "-A", join(root, "scripts/compile.ts"), bin]);
     assert.equal(build.code, 0, `compile failed:\n${build.stderr}`);
+
+    // Help in the binary: every command's usage, nothing done.
+    for (const args of [["--help"], ["run", "--help"], ["run", "--once", "-h"], ["ls", "-h"]]) {
+      const help = run(bin, args);
+      assert.equal(help.code, 0, `${args.join(" ")}: ${help.stderr}`);
+      assert.match(help.stdout, args[0] === "--help" ? /commands:/ : /^usage: tierd /);
+    }
 
     const broker = join(tmp.path, "broker");
     for (const [partition, format] of [[0, "iggy-0.8"], [1, "iggy-0.9"]] as const) {
@@ -100,10 +107,21 @@ Deno.test("the compiled binary generates, validates and copies segments", async 
       );
     }
 
-    const ls = run(bin, ["ls", "--config", configPath, "--stream=1", "--topic=2", "--partition=1"]);
+    const ls = run(bin, ["ls", "--config", configPath]);
     assert.equal(ls.code, 0, ls.stderr);
-    assert.match(ls.stdout, /COPY_SEGMENT_FINISHED/);
-    assert.match(ls.stdout, /LOCAL \(active\)/);
+    assert.match(ls.stdout, /^STREAM +TOPIC +PARTITIONS +SEGMENTS/);
+    const segments = run(bin, [
+      "ls",
+      "--config",
+      configPath,
+      "--segments",
+      "--stream=1",
+      "--topic=2",
+      "--partition=1",
+    ]);
+    assert.equal(segments.code, 0, segments.stderr);
+    assert.match(segments.stdout, /COPY_SEGMENT_FINISHED/);
+    assert.match(segments.stdout, /LOCAL \(active\)/);
 
     const usage = run(bin, ["frobnicate"]);
     assert.equal(usage.code, 2);

@@ -271,7 +271,10 @@ if (await minioAvailable("restore tests against MinIO")) {
               r.stderr,
               new RegExp(`restored ${partitionLabel(id)}: \\d+ segments .*\\d+ downloaded`),
             );
-            assert.match(r.stderr, new RegExp(`restore ${partitionLabel(id)}: \\d+/\\d+, `));
+            assert.match(
+              r.stderr,
+              new RegExp(`restore ${partitionLabel(id)}: \\d+/\\d+ segments, `),
+            );
           }
           await assertRestoredWithData(h, minio, sources, chains);
         },

@@ -30,7 +30,7 @@ Deno.test("a second instance on the same state dir exits 2 naming the holder's p
         assert.equal(second.stderr.trim().split("\n").length, 1, "one line");
       }
       // Read-only commands do not need the lock.
-      const ls = await runTierd(["ls", "--config", rig.configPath], rig.env);
+      const ls = await runTierd(["ls", "--config", rig.configPath, "--segments"], rig.env);
       assert.equal(ls.code, 0, ls.stderr);
       assert.match(ls.stdout, /COPY_SEGMENT_FINISHED/);
       const check = await runTierd(["config", "check", "--config", rig.configPath], rig.env);

@@ -1,5 +1,5 @@
-// Shared helpers for the format tests: the shared test vectors, message arbitraries, and an
-// assertion for FormatErrors.
+// Helpers for the format tests: the golden test vectors (test/fixtures/data/), message
+// arbitraries, and an assertion for FormatErrors.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -7,8 +7,8 @@ import fc from "fast-check";
 import { FormatError, type FormatErrorCode } from "../../src/format/errors.ts";
 import type { Message } from "../../src/format/types.ts";
 
-/** `shared/testdata/`, a sibling of the repository checkout (`<repo>/../shared`). */
-export const TESTDATA = new URL("../../../shared/testdata/", import.meta.url);
+/** `test/fixtures/data/`: the golden vectors and their README, kept in the repository. */
+export const TESTDATA = new URL("../fixtures/data/", import.meta.url);
 
 /** Reads one test vector file. */
 export async function testdata(name: string): Promise<Uint8Array> {

@@ -38,7 +38,7 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
   });
 }
 
-Deno.test("the shared vectors are detected", async () => {
+Deno.test("the golden vectors are detected", async () => {
   assert.equal(
     await detectFormat(
       testdataPath("iggy-0.8-two-messages.log"),

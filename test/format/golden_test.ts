@@ -1,6 +1,7 @@
-// The shared golden vectors decode to their documented fields, verify, and re-encode byte for byte.
+// The golden vectors (test/fixtures/data/) decode to their documented fields, verify, and re-encode byte for byte.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { codecFor } from "../../src/format/codecs.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
@@ -9,8 +10,19 @@ import { all, TESTDATA, testdata } from "./_fixtures.ts";
 await initHashes();
 const text = (s: string) => new TextEncoder().encode(s);
 
-Deno.test("the shared testdata directory resolves next to the repository", () => {
-  assert.ok(existsSync(fileURLToPath(new URL("README.md", TESTDATA))), TESTDATA.href);
+Deno.test("the test vectors and their README are inside the repository", async () => {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const dir = fileURLToPath(TESTDATA);
+  assert.ok(dir.startsWith(root), `${dir} is outside the repository ${root}`);
+  assert.ok(existsSync(join(dir, "README.md")), dir);
+  const sizes: Record<string, number> = {
+    "iggy-0.9-batch-golden.bin": 396,
+    "iggy-0.8-two-messages.log": 172,
+    "iggy-0.8-two-messages.index": 32,
+  };
+  for (const [name, size] of Object.entries(sizes)) {
+    assert.equal((await testdata(name)).length, size, name);
+  }
 });
 
 Deno.test("iggy-0.9 golden batch: every documented field, checksums, byte-exact re-encode", async () => {

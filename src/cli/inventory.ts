@@ -1,0 +1,109 @@
+// What the CLI knows of the tiered partitions without the agent: each partition's segments, from
+// the broker's directory and the journal (read-only: the agent may be running), with each
+// segment's state and where its bytes are. `tierd ls` prints it; `tierd run --once` sizes its
+// copy backlog from it for the progress line.
+import { systemClock } from "../../providers/clock.ts";
+import type { Config } from "../config/schema.ts";
+import { tieredTopic } from "../config/topics.ts";
+import { incarnationHex, type PartitionId, partitionLabel } from "../layout/partition.ts";
+import { discoverPartitions } from "../partition/discover.ts";
+import { listSegments } from "../partition/segments.ts";
+import { JournalStateReader } from "../read/state_source.ts";
+import { emptyState, segmentsOf } from "../state/segment_state.ts";
+
+/** Where a segment's bytes are. */
+export type Location = "local" | "remote" | "local+remote" | "-";
+
+/** One segment of a partition, as `ls` shows it. */
+export interface SegmentEntry {
+  start: bigint;
+  /** Inclusive end offset, when the journal knows it. */
+  end?: bigint;
+  /** The journal state, or `LOCAL (sealed)` / `LOCAL (active)` for a segment without a record. */
+  state: string;
+  location: Location;
+  /** Bytes of the `.log`: the copy's size when there is one, else the local file's. */
+  bytes: number;
+  /** A local, sealed segment without a verified copy: the next pass copies it. */
+  pendingCopy: boolean;
+  /** Local bytes (0 when the broker's file is gone). */
+  localBytes: number;
+}
+
+/** One tiered partition. */
+export interface PartitionEntry {
+  id: PartitionId;
+  /** `stream/topic/partition`. */
+  label: string;
+  /** 16 hex digits, or `-` before the first pass. */
+  incarnation: string;
+  generation: bigint;
+  /** `tiered_up_to_offset`; -1 before the first copy. */
+  floor: bigint;
+  segments: SegmentEntry[];
+}
+
+/** Which partitions to list: undefined fields match any. */
+export interface PartitionFilter {
+  stream?: number;
+  topic?: number;
+  partition?: number;
+}
+
+/**
+ * Lists the tiered partitions under `agent.data_dir` (those `filter` accepts) with their
+ * segments, oldest first.
+ *
+ * @param config a loaded config
+ * @param filter stream, topic and partition to keep
+ * @throws {JournalStateError} when a journal holds an illegal transition
+ */
+export async function inventory(
+  config: Config,
+  filter: PartitionFilter = {},
+): Promise<PartitionEntry[]> {
+  const wanted = (id: PartitionId) =>
+    tieredTopic(config, id) !== undefined &&
+    (filter.stream === undefined || filter.stream === id.stream) &&
+    (filter.topic === undefined || filter.topic === id.topic) &&
+    (filter.partition === undefined || filter.partition === id.partition);
+  const journals = new JournalStateReader(config.agent.state_dir);
+  const out: PartitionEntry[] = [];
+  for (const part of await discoverPartitions(config.agent.data_dir, wanted)) {
+    const state = (await journals.state(part)) ?? emptyState();
+    const local = await listSegments(part.dir, {
+      now: systemClock.now(),
+      quiescenceMs: config.agent.seal_quiescence,
+    });
+    const records = new Map(segmentsOf(state).map((r) => [r.start, r]));
+    const files = new Map(local.map((s) => [s.start, s]));
+    const starts = [...new Set([...files.keys(), ...records.keys()])]
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const segments = starts.map((start): SegmentEntry => {
+      const rec = records.get(start);
+      const file = files.get(start);
+      const remote = rec?.state === "COPY_SEGMENT_FINISHED";
+      // A copy total retention deleted (or is deleting) was copied: it is not copied again.
+      const retired = rec?.deleteCause === "retention" &&
+        (rec.state === "DELETE_SEGMENT_STARTED" || rec.state === "DELETE_SEGMENT_FINISHED");
+      return {
+        start,
+        end: rec?.meta?.endOffset ?? rec?.lostEndOffset,
+        state: rec?.state ?? (file?.sealed ? "LOCAL (sealed)" : file ? "LOCAL (active)" : "-"),
+        location: file && remote ? "local+remote" : file ? "local" : remote ? "remote" : "-",
+        bytes: rec?.meta?.size ?? file?.logSize ?? 0,
+        pendingCopy: file?.sealed === true && !remote && !retired,
+        localBytes: file?.logSize ?? 0,
+      };
+    });
+    out.push({
+      id: { stream: part.stream, topic: part.topic, partition: part.partition },
+      label: partitionLabel(part),
+      incarnation: state.incarnation === undefined ? "-" : incarnationHex(state.incarnation),
+      generation: state.generation,
+      floor: state.floor,
+      segments,
+    });
+  }
+  return out;
+}
