@@ -293,6 +293,8 @@ if (await minioAvailable("restore tests against MinIO")) {
               "no broker file written",
             );
           }
+          // The host's new broker starts empty; `tierd run` wants its data dir to exist.
+          await mkdir(join(h.config.agent.data_dir, "streams"), { recursive: true });
           await assertServesEverything(h, minio, chains, "remote", "tierd run");
         },
       );
