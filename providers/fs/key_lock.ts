@@ -24,7 +24,7 @@ interface Holder {
 const ME: Holder = { host: hostname(), pid: process.pid };
 
 /**
- * Runs `work` holding the lock of `key`: waits (polling, 1 to 20 ms apart) while another live
+ * Runs `work` holding the lock of `key`: waits (polling, 1 to 5 ms apart) while another live
  * writer holds it.
  * @throws the signal's reason when it aborts while waiting; what `work` throws
  */
@@ -39,7 +39,7 @@ export async function withKeyLock<T>(
   const mine = await writeTemp(tmp, [utf8(JSON.stringify(ME))], "lock", key);
   let ino: bigint | undefined;
   try {
-    for (let wait = 1;; wait = Math.min(20, wait * 2)) {
+    for (let wait = 1;; wait = Math.min(5, wait * 2)) {
       signal?.throwIfAborted();
       try {
         await link(mine, path);

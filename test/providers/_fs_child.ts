@@ -11,7 +11,7 @@ export type ChildTask =
     root: string;
     writer: number;
     rounds: number;
-    /** The child starts once this file exists, so its siblings start together. */
+    /** The child writes `{go}.{writer}` when it is ready, then starts once `go` exists. */
     go: string;
   }
   | {
@@ -40,6 +40,7 @@ export function crashBody(label: string, length: number): Uint8Array {
 if (import.meta.main) {
   const task = JSON.parse(Deno.args[0]) as ChildTask;
   if (task.mode === "race") {
+    await Deno.writeTextFile(`${task.go}.${task.writer}`, "");
     while (!(await Deno.stat(task.go).then(() => true, () => false))) {
       await new Promise((r) => setTimeout(r, 2));
     }

@@ -2,7 +2,7 @@
 // one winner whose bytes and metadata go together, and a process SIGKILLed at every step of a
 // write, a delete, a multipart completion or a migration leaves nothing visible that is half.
 import assert from "node:assert/strict";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
 import { encodeLegacyObject } from "../../providers/fs/legacy.ts";
@@ -51,7 +51,9 @@ Deno.test("fs: create-only puts raced by two processes have exactly one winner p
     const go = join(dir.path, "go");
     const rounds = 150;
     const racers = [0, 1].map((writer) => child({ mode: "race", root, writer, rounds, go }));
-    await new Promise((r) => setTimeout(r, 1500)); // both processes started and waiting
+    // Both processes started and waiting, then off together.
+    const ready = (w: number) => stat(`${go}.${w}`).then(() => true, () => false);
+    while (!(await ready(0) && await ready(1))) await new Promise((r) => setTimeout(r, 20));
     await writeFile(go, "");
     const results = await Promise.all(racers);
     for (const r of results) assert.equal(r.code, 0, r.out);
