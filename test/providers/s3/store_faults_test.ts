@@ -1,6 +1,7 @@
 // S3Store over an injected fetch: how it behaves when the network or the server misbehaves —
 // throttling, resets mid-body, short bodies, auth failures, clock skew, conflicts, timeouts —
 // and that no error ever carries the secret or the session token.
+import { checksumOf } from "../../../providers/checksum.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { S3Store, type S3StoreOptions } from "../../../providers/s3/store.ts";
@@ -256,10 +257,15 @@ Deno.test("s3 faults: what is sent — signed headers, bare bodies with Content-
   assert.equal(put.headers["x-amz-security-token"], TOKEN);
   assert.equal(put.headers["content-length"], "3");
   assert.equal(put.headers["x-amz-meta-end-offset"], "9");
+  // The body's CRC-64/NVME, for S3 to verify on ingest and keep.
+  assert.equal(
+    put.headers["x-amz-checksum-crc64nvme"],
+    (await checksumOf("crc64nvme", body)).value,
+  );
   assert.ok(put.body instanceof Uint8Array, "never a ReadableStream");
   assert.match(
     put.headers.authorization,
-    /SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-meta-end-offset;x-amz-security-token,/,
+    /SignedHeaders=host;x-amz-checksum-crc64nvme;x-amz-content-sha256;x-amz-date;x-amz-meta-end-offset;x-amz-security-token,/,
   );
 });
 
