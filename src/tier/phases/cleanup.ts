@@ -8,7 +8,8 @@ import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { copyFinishedEvent } from "../../state/events.ts";
 import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
-import { CopyMismatchError, segmentSource, verifyCopy } from "../copy_segment.ts";
+import { CopyMismatchError, SegmentChangedError, segmentSource } from "../copy_segment.ts";
+import { proveCopy } from "../prove_copy.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import {
   noProblems,
@@ -76,7 +77,7 @@ function cleanOne(
   const keys = ledger.keys(rec.start, rec.generation);
   return withSegmentDeadline(ctx, "housekeeping", async (store) => {
     await abortOpenUploads(store, rec, keys.log);
-    const facts = await adoptableCopy(ledger, store, rec, input);
+    const facts = await adoptableCopy(ctx, ledger, rec, input);
     if (facts) {
       await ledger.record(copyFinishedEvent(rec.start, rec.generation, facts, ctx.clock.now()));
       ctx.log.info("dangling segment adopted: the store holds a complete copy", {
@@ -125,14 +126,14 @@ async function abortOpenUploads(
 }
 
 /**
- * The facts of a complete object under the segment's keys that matches its local files, or
- * undefined when there is none to adopt (no local files to compare with, another generation,
- * nothing there, or an object describing other bytes).
+ * The facts of a complete object under the segment's keys that holds its local bytes (metadata
+ * by HEAD, bytes by the store's checksum or a read-back), or undefined when there is none to
+ * adopt (no local files to compare with, another generation, nothing there, or other bytes).
  * @throws store faults and anything unexpected: an unverified copy is never deleted on a guess
  */
 async function adoptableCopy(
+  ctx: PhaseContext,
   ledger: PartitionLedger,
-  store: ObjectStore,
   rec: SegmentRecord,
   input: CleanupInput,
 ): Promise<ObjectFacts | undefined> {
@@ -142,10 +143,10 @@ async function adoptableCopy(
     .catch(() => undefined);
   if (!src) return undefined;
   try {
-    await verifyCopy(store, src);
+    await proveCopy(ctx, src);
     return src.meta;
   } catch (err) {
-    if (err instanceof CopyMismatchError) return undefined;
+    if (err instanceof CopyMismatchError || err instanceof SegmentChangedError) return undefined;
     if (err instanceof StoreError && err.kind === "NotFound") return undefined;
     throw err;
   }
