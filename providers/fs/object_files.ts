@@ -118,9 +118,14 @@ export class ObjectFiles {
    * Opens the object `key` at `paths` if it is visible: its metadata parses and names the data
    * file's inode, size and mtime. A data file of the right size that is another inode (the
    * directory was copied) is checked against the metadata's ETag and, when its bytes match,
-   * adopted: the metadata is rewritten to name it.
+   * adopted: the metadata is rewritten to name it (taking the key's lock, unless the caller
+   * holds it already: `locked`).
    */
-  async open(key: string, paths: ObjectPaths): Promise<OpenObject | undefined> {
+  async open(
+    key: string,
+    paths: ObjectPaths,
+    options: { locked?: boolean } = {},
+  ): Promise<OpenObject | undefined> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const found = await readMeta(paths.meta);
       if (!found?.meta) return undefined;
@@ -145,7 +150,7 @@ export class ObjectFiles {
         if (attempt < 2 || BigInt(wanted.size) !== st.size) continue;
         if (!(await bytesMatch(fh, wanted))) return undefined;
         const meta = { ...wanted, ino: String(st.ino), mtimeNs: String(st.mtimeNs) };
-        await this.#rebind(key, paths, found, meta).catch(() => {});
+        await this.#rebind(key, paths, found, meta, options.locked).catch(() => {});
         keep = true;
         return { meta, fh, mtime };
       } finally {
@@ -155,9 +160,9 @@ export class ObjectFiles {
     return undefined;
   }
 
-  /** True when a visible object `key` is at `paths`. */
-  async exists(key: string, paths: ObjectPaths): Promise<boolean> {
-    const found = await this.open(key, paths);
+  /** True when a visible object `key` is at `paths` (see {@link open} for `locked`). */
+  async exists(key: string, paths: ObjectPaths, options: { locked?: boolean } = {}) {
+    const found = await this.open(key, paths, options);
     await found?.fh.close();
     return found !== undefined;
   }
@@ -198,7 +203,7 @@ export class ObjectFiles {
         for (let attempt = 1;; attempt++) {
           const created = await mkdirs(dir, key, op);
           if (await isDirectory(paths.data)) throw keyConflict(key, op);
-          const existing = await this.exists(key, paths);
+          const existing = await this.exists(key, paths, { locked: true });
           if (existing && options.ifAbsent) return { status: "AlreadyExists" };
           if (!existing) await unlinkIfThere(paths.meta);
           try {
@@ -250,14 +255,21 @@ export class ObjectFiles {
   }
 
   /** Rewrites metadata to name the data file it was found to describe (a copied directory). */
-  async #rebind(key: string, paths: ObjectPaths, found: MetaFile, meta: ObjectMeta) {
+  async #rebind(
+    key: string,
+    paths: ObjectPaths,
+    found: MetaFile,
+    meta: ObjectMeta,
+    locked = false,
+  ): Promise<void> {
     const temp = await writeTemp(this.tmp, [utf8(JSON.stringify(meta))], "rebind", key);
+    const rewrite = async () => {
+      if ((await readMeta(paths.meta))?.ino !== found.ino) return; // rewritten meanwhile
+      await rename(temp, paths.meta);
+      await fsyncDir(dirname(paths.meta));
+    };
     try {
-      await withKeyLock(this.tmp, key, this.clock, undefined, async () => {
-        if ((await readMeta(paths.meta))?.ino !== found.ino) return; // rewritten meanwhile
-        await rename(temp, paths.meta);
-        await fsyncDir(dirname(paths.meta));
-      });
+      await (locked ? rewrite() : withKeyLock(this.tmp, key, this.clock, undefined, rewrite));
     } finally {
       await rm(temp, { force: true });
     }

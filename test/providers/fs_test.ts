@@ -236,6 +236,11 @@ Deno.test("fs: a copied directory serves its objects; a file changed in place is
     const copy = join(dir.path, "b");
     assert.equal((await run("cp", "-r", root, copy)).code, 0);
     const copied = new FsStore({ root: copy });
+    // A create on a copied key is refused: the copy's object is recognised under the lock.
+    assert.equal(
+      (await copied.put("two", bytes("intruder"), { ifAbsent: true })).status,
+      "AlreadyExists",
+    );
     assert.deepEqual((await copied.get("one")).bytes, bytes("single put"));
     assert.deepEqual((await copied.head("two")).metadata, { n: "2" });
     assert.deepEqual((await copied.get("two")).bytes, bytes("abcdef"));
