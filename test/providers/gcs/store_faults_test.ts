@@ -1,8 +1,8 @@
 // GcsStore over an injected fetch: conditional creates and composes (real GCS answers 412),
 // a 401 refreshed once out of band, throttling, auth failures, resets, truncated and malformed
 // answers — and that no error ever carries a bearer token.
-import { checksumOf } from "../../../providers/checksum.ts";
 import assert from "node:assert/strict";
+import { checksumOf } from "../../../providers/checksum.ts";
 import { NoTokenSource, type TokenSource } from "../../../providers/gcs/credentials.ts";
 import { GcsStore, type GcsStoreOptions } from "../../../providers/gcs/store.ts";
 import type { StoreErrorKind } from "../../../providers/types.ts";

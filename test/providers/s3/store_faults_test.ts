@@ -1,8 +1,8 @@
 // S3Store over an injected fetch: how it behaves when the network or the server misbehaves —
 // throttling, resets mid-body, short bodies, auth failures, clock skew, conflicts, timeouts —
 // and that no error ever carries the secret or the session token.
-import { checksumOf } from "../../../providers/checksum.ts";
 import assert from "node:assert/strict";
+import { checksumOf } from "../../../providers/checksum.ts";
 import { createHash } from "node:crypto";
 import { S3Store, type S3StoreOptions } from "../../../providers/s3/store.ts";
 import type { FetchFn } from "../../../providers/http.ts";
@@ -19,6 +19,10 @@ import { FakeClock } from "../../_fake_clock.ts";
 const SECRET = "SeCrEt/Key+Value0123456789abcdefEXAMPLE";
 const TOKEN = "FwoGZXIvYXdzSESSIONTOKENexample0123456789";
 const NOW = new Date("2026-03-01T12:00:00Z");
+
+// Load the CRC-64/NVME hasher a put computes first: its WebAssembly compiles over real
+// macrotasks, which a FakeClock run with no timer pending would spend jumping to Infinity.
+await checksumOf("crc64nvme", new Uint8Array(0));
 
 function fakeS3(handler: FakeHandler, options: Partial<S3StoreOptions> = {}) {
   const { fetch, seen } = recordingFetch(handler);
