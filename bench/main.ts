@@ -46,6 +46,10 @@ const BENCHES: Record<string, Bench> = {
     describe: "chunk-cache hit ratio, tail readers + backfill: tierd ÷ a plain LRU",
     run: async () => (await import("./read_cache.ts")).runReadCacheBench(),
   },
+  verify: {
+    describe: "MB/s proving a copy's bytes before eviction: stored checksum, read-back, fs",
+    run: async () => (await import("./verify.ts")).runVerifyBench({ rounds: rounds(5) }),
+  },
   read_boot: {
     describe: "boot seconds and RSS per segment with journals of 100k segments",
     run: async () => (await import("./read_boot.ts")).runReadBootBench(),

@@ -41,6 +41,7 @@ export type AroundCall = <T>(call: StoreCall<T>) => Promise<T>;
 export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectStore {
   return {
     kind: inner.kind,
+    completionChecksum: inner.completionChecksum,
     put: (key, body, o) =>
       around({
         op: "put",
@@ -56,7 +57,12 @@ export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectSto
         run: (signal) => inner.get(key, { ...o, signal }),
       }),
     head: (key, o) =>
-      around({ op: "head", key, signal: o?.signal, run: (signal) => inner.head(key, { signal }) }),
+      around({
+        op: "head",
+        key,
+        signal: o?.signal,
+        run: (signal) => inner.head(key, { ...o, signal }),
+      }),
     deleteMany: (keys, o) =>
       around({
         op: "delete",

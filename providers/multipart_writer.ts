@@ -4,6 +4,7 @@
 // to `onUploadId` before the first part is sent, so the caller can journal it first.
 import { MAX_PART_NUMBER, MIN_PART_SIZE } from "./_rules.ts";
 import {
+  type Checksum,
   type CompletedPart,
   type ObjectStore,
   type PutResult,
@@ -179,11 +180,13 @@ export class BufferedMultipartWriter {
 
   /**
    * Sends what is buffered, waits for every part and completes the upload.
+   * @param options.checksum the whole object's checksum, for a store that wants one
+   *   (`completionChecksum`); ignored for an object sent as a single put
    * @returns `Created`, or `AlreadyExists` with `ifAbsent` when the key was taken (the upload
    *   is then aborted)
    * @throws the first failure, after aborting the upload
    */
-  async complete(): Promise<PutResult> {
+  async complete(options: { checksum?: Checksum } = {}): Promise<PutResult> {
     await this.#throwIfUnusable();
     this.#state = "completing";
     try {
@@ -201,6 +204,7 @@ export class BufferedMultipartWriter {
       const result = await this.#run((signal) =>
         this.#store.completeMultipart(this.#key, uploadId, parts, {
           ifAbsent: this.#options.ifAbsent,
+          checksum: options.checksum,
           signal: this.#signal(signal),
         })
       );

@@ -5,7 +5,9 @@
 // the flow both stores share; each store supplies how it stages parts and commits them.
 import { checkMetadata, checkPartNumber, inPartOrder } from "./_rules.ts";
 import {
+  type Checksum,
   type CompletedPart,
+  type CompleteOptions,
   type MultipartUpload,
   type PutResult,
   StoreError,
@@ -110,6 +112,8 @@ export interface StagedCompletion<M extends UploadMarker> {
   /** The parts, in part-number order, each named once. */
   parts: CompletedPart[];
   ifAbsent: boolean;
+  /** The whole object's checksum, when the caller gave one (see `completionChecksum`). */
+  checksum?: Checksum;
   signal?: AbortSignal;
 }
 
@@ -262,7 +266,7 @@ export class StagedMultipart<M extends UploadMarker> {
     key: string,
     uploadId: string,
     parts: CompletedPart[],
-    options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
+    options: CompleteOptions = {},
   ): Promise<PutResult> {
     const op = "completeMultipart";
     const signal = options.signal;
@@ -284,6 +288,7 @@ export class StagedMultipart<M extends UploadMarker> {
       upload,
       parts: ordered,
       ifAbsent: options.ifAbsent === true,
+      checksum: options.checksum,
       signal,
     });
     if (result.status === "Created") {

@@ -70,8 +70,39 @@ export interface ObjectInfo {
   lastModified?: Date;
 }
 
+/** The checksums tierd sends with uploads and compares with what a store keeps. */
+export type ChecksumAlgorithm = "crc64nvme" | "crc32c" | "md5";
+
+/** A checksum of some bytes: its value is base64 of the big-endian digest, as stores spell it. */
+export interface Checksum {
+  algorithm: ChecksumAlgorithm;
+  value: string;
+}
+
+/** A checksum a store keeps with an object and reports on HEAD. */
+export interface StoredChecksum extends Checksum {
+  /**
+   * `full`: of the object's bytes (comparable with a checksum tierd computes over a file);
+   * `composite`: of its parts' checksums (S3's `…-N`), not comparable without the part sizes.
+   */
+  type: "full" | "composite";
+}
+
 export interface ObjectHead extends ObjectInfo {
   metadata: UserMetadata;
+  /** The checksums the store keeps, when the HEAD asked for them (`checksums: true`). */
+  checksums?: StoredChecksum[];
+}
+
+/** Options of {@link ObjectStore.head}. */
+export interface HeadOptions {
+  signal?: AbortSignal;
+  /**
+   * Also report the checksums the store keeps with the object (S3 sends
+   * `x-amz-checksum-mode: ENABLED`; the fs store re-hashes its file). A store that keeps none
+   * reports none.
+   */
+  checksums?: boolean;
 }
 
 export interface PutOptions {
@@ -124,17 +155,38 @@ export interface MultipartUpload {
 export interface CompletedPart {
   partNumber: number;
   etag: string;
+  /** The part's checksum as the store took it, for stores that list it in the completion (S3). */
+  checksum?: string;
 }
 
-/** The object store contract. Keys are plain strings; providers encode them. */
+/** Options of {@link ObjectStore.completeMultipart}. */
+export interface CompleteOptions {
+  /** Create only: if the key exists, answer `AlreadyExists` and leave the object alone. */
+  ifAbsent?: boolean;
+  /** The whole object's checksum, of the store's {@link ObjectStore.completionChecksum}. */
+  checksum?: Checksum;
+  signal?: AbortSignal;
+}
+
+/**
+ * The object store contract. Keys are plain strings; providers encode them. Every upload carries
+ * a checksum the store verifies on ingest and keeps where it can (S3 CRC-64/NVME, GCS CRC-32C,
+ * Azure MD5); `head(key, { checksums: true })` reports what it keeps.
+ */
 export interface ObjectStore {
   /** Short name for logs and metrics: "s3", "gcs", "azure", "fs", "sim". */
   readonly kind: string;
+  /**
+   * The whole object's checksum `completeMultipart` wants as `checksum`, computed by the caller
+   * over the bytes it sent (Azure keeps it as the blob's Content-MD5). Unset when the store
+   * derives the object's checksum from its parts itself (S3, GCS) or keeps none.
+   */
+  readonly completionChecksum?: ChecksumAlgorithm;
   put(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult>;
   /** Throws `NotFound` for a missing key and `InvalidRange` for a range starting past the end. */
   get(key: string, options?: GetOptions): Promise<GetResult>;
   /** Throws `NotFound` for a missing key. */
-  head(key: string, options?: { signal?: AbortSignal }): Promise<ObjectHead>;
+  head(key: string, options?: HeadOptions): Promise<ObjectHead>;
   /** Deletes keys; a missing key is not a failure. Returns the keys that could not be deleted. */
   deleteMany(keys: string[], options?: { signal?: AbortSignal }): Promise<DeleteFailure[]>;
   /** One page of keys under `prefix`, in lexicographic (UTF-8 byte) order. */
@@ -154,7 +206,7 @@ export interface ObjectStore {
     key: string,
     uploadId: string,
     parts: CompletedPart[],
-    options?: { ifAbsent?: boolean; signal?: AbortSignal },
+    options?: CompleteOptions,
   ): Promise<PutResult>;
   /** Aborting an unknown or finished upload is not a failure. */
   abortMultipart(key: string, uploadId: string, options?: { signal?: AbortSignal }): Promise<void>;

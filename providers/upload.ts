@@ -1,12 +1,26 @@
 // Uploads a local file (a sealed segment) to a store: one PUT with a known length when it fits
 // one part, else a multipart upload read in part-sized chunks with positional reads, so memory
-// stays near partSize × (concurrency + 1) whatever the file's size.
+// stays near partSize × (concurrency + 1) whatever the file's size. The bytes are hashed as they
+// are read: the caller's digest is checked before the upload completes (a file that changed
+// while it was read is never published), and a store that wants the whole object's checksum at
+// completion gets it.
 import { type FileHandle, open } from "node:fs/promises";
 import { readInto } from "./bytes.ts";
+import { type ChecksumHasher, createChecksum } from "./checksum.ts";
 import { MAX_PART_NUMBER } from "./_rules.ts";
 import { BufferedMultipartWriter, type MultipartWriterOptions } from "./multipart_writer.ts";
 import { PartBufferPool } from "./part_pool.ts";
 import type { ObjectStore, PutResult } from "./types.ts";
+
+/**
+ * A digest the caller keeps over the bytes as they are read, in order, and checks before the
+ * upload is completed (or, for a single put, sent): `verify` throws to stop it.
+ */
+export interface ReadVerifier {
+  update(bytes: Uint8Array): void;
+  /** @throws when the bytes read are not the ones expected (the upload is then aborted) */
+  verify(): void | Promise<void>;
+}
 
 /** Options of {@link uploadFile}: those of the multipart writer, plus a shared buffer pool. */
 export interface UploadFileOptions extends MultipartWriterOptions {
@@ -15,6 +29,8 @@ export interface UploadFileOptions extends MultipartWriterOptions {
    * @default a pool of `concurrency + 1` buffers for this upload alone
    */
   pool?: PartBufferPool;
+  /** Checks the bytes read before the object is published. */
+  verifyRead?: ReadVerifier;
 }
 
 /**
@@ -26,7 +42,8 @@ export interface UploadFileOptions extends MultipartWriterOptions {
  * @param path the local file; it must not change during the upload
  * @returns `Created`, or `AlreadyExists` with `ifAbsent` when the key was taken
  * @throws {StoreError} from the store (the multipart upload is aborted first)
- * @throws {Error} when the file cannot be read or shrinks while being read
+ * @throws {Error} when the file cannot be read or shrinks while being read; what
+ *   `verifyRead.verify` throws (nothing is published then)
  * @example
  * await uploadFile(store, key, "/data/…/00000000000000000000.log", {
  *   partSize: 16 * MiB, concurrency: 4, ifAbsent: true, metadata,
@@ -45,6 +62,8 @@ export async function uploadFile(
     if (size <= options.partSize) {
       const body = new Uint8Array(size);
       await readFully(file, body, 0, path);
+      options.verifyRead?.update(body);
+      await options.verifyRead?.verify();
       options.signal?.throwIfAborted();
       const result = await (options.run ?? ((op) => op()))((signal) =>
         store.put(key, body, {
@@ -73,15 +92,22 @@ export async function uploadFile(
       partSize,
       recycle: giveBack,
     });
+    const whole: ChecksumHasher | undefined = store.completionChecksum
+      ? await createChecksum(store.completionChecksum)
+      : undefined;
     try {
       for (let position = 0; position < size; position += partSize) {
         const part = await pool.acquire(Math.min(partSize, size - position), options.signal);
         held.add(part);
         await readFully(file, part, position, path);
+        // Hashed before the writer owns the part (a sent part's buffer is recycled).
+        options.verifyRead?.update(part);
+        whole?.update(part);
         await writer.writePart(part);
         await writer.flush(); // never hold a pooled buffer while waiting for the next one
       }
-      return await writer.complete();
+      await options.verifyRead?.verify();
+      return await writer.complete({ checksum: whole?.digest() });
     } catch (err) {
       await writer.abort().catch(() => {});
       throw err;

@@ -6,7 +6,7 @@ import { encodeKeyPath, parseEndpoint, type QueryParam } from "../_url.ts";
 import { xmlEscape } from "../_xml.ts";
 import { invalidArgument } from "../_rules.ts";
 import { type ByteRange, rangeHeader } from "../_ranges.ts";
-import type { UserMetadata } from "../types.ts";
+import type { Checksum, UserMetadata } from "../types.ts";
 
 /** The service version tierd speaks (any since 2019-12-12 would do; Azurite 3.35 knows this one). */
 export const AZURE_API_VERSION = "2024-11-04";
@@ -111,15 +111,30 @@ function metadataHeaders(
 
 const OCTET_STREAM = "application/octet-stream";
 
+/** The MD5 a request sends as `Content-MD5` (Azure verifies the body against it). */
+function contentMd5(headers: Record<string, string>, md5: Checksum | undefined, name: string) {
+  if (md5 && md5.algorithm !== "md5") {
+    throw new RangeError(`Azure takes an MD5, not a ${md5.algorithm} checksum`);
+  }
+  if (md5) headers[name] = md5.value;
+  return headers;
+}
+
 /**
  * Put Blob (a block blob in one request). `ifAbsent` sends `If-None-Match: *`: an existing blob
- * answers 409 BlobAlreadyExists (or 412 ConditionNotMet).
+ * answers 409 BlobAlreadyExists (or 412 ConditionNotMet). `md5` goes as `Content-MD5`: Azure
+ * refuses a body that does not match it and keeps it as the blob's Content-MD5.
  */
 export function putBlob(
   loc: AzureLocation,
   key: string,
   body: Uint8Array,
-  options: { ifAbsent?: boolean; metadata?: UserMetadata; contentType?: string } = {},
+  options: {
+    ifAbsent?: boolean;
+    metadata?: UserMetadata;
+    contentType?: string;
+    md5?: Checksum;
+  } = {},
 ): AzureRequest {
   const headers = metadataHeaders(
     {
@@ -131,6 +146,7 @@ export function putBlob(
     "put",
     key,
   );
+  contentMd5(headers, options.md5, "content-md5");
   if (options.ifAbsent) headers["if-none-match"] = "*";
   return { method: "PUT", path: blobPath(loc, key), query: [], headers, body };
 }
@@ -198,18 +214,23 @@ export function blockId(uploadId: string, partNumber: number): string {
   );
 }
 
-/** Put Block (`comp=block&blockid=…`): stages one uncommitted block. */
+/** Put Block (`comp=block&blockid=…`): stages one uncommitted block, verified against `md5`. */
 export function putBlock(
   loc: AzureLocation,
   key: string,
   id: string,
   body: Uint8Array,
+  md5?: Checksum,
 ): AzureRequest {
   return {
     method: "PUT",
     path: blobPath(loc, key),
     query: [["comp", "block"], ["blockid", id]],
-    headers: { "x-ms-version": AZURE_API_VERSION, "content-type": OCTET_STREAM },
+    headers: contentMd5(
+      { "x-ms-version": AZURE_API_VERSION, "content-type": OCTET_STREAM },
+      md5,
+      "content-md5",
+    ),
     body,
   };
 }
@@ -225,13 +246,20 @@ export function blockListBody(ids: readonly string[]): Uint8Array {
  * Put Block List (`comp=blocklist`): commits the blocks, in order, as the blob, with its
  * metadata and content type. `<Latest>` takes a block from the uncommitted list (where Put Block
  * left it) or, when a completion is retried after it went through, from the committed one, so a
- * retry is idempotent. `ifAbsent` sends `If-None-Match: *`.
+ * retry is idempotent. `ifAbsent` sends `If-None-Match: *`. `md5`, the whole blob's, goes as
+ * `x-ms-blob-content-md5`: Azure keeps it as the blob's Content-MD5 (it does not check it; each
+ * block was checked on its own).
  */
 export function putBlockList(
   loc: AzureLocation,
   key: string,
   ids: readonly string[],
-  options: { ifAbsent?: boolean; metadata?: UserMetadata; contentType?: string } = {},
+  options: {
+    ifAbsent?: boolean;
+    metadata?: UserMetadata;
+    contentType?: string;
+    md5?: Checksum;
+  } = {},
 ): AzureRequest {
   const headers = metadataHeaders(
     {
@@ -243,6 +271,7 @@ export function putBlockList(
     "completeMultipart",
     key,
   );
+  contentMd5(headers, options.md5, "x-ms-blob-content-md5");
   if (options.ifAbsent) headers["if-none-match"] = "*";
   return {
     method: "PUT",

@@ -240,5 +240,7 @@ export function parseProperties(key: string, headers: Headers, op = "head"): Obj
   if (etag) head.etag = bareEtag(etag);
   const modified = parseDate(headers.get("last-modified"));
   if (modified) head.lastModified = modified;
+  const md5 = headers.get("content-md5")?.trim();
+  if (md5) head.checksums = [{ algorithm: "md5", value: md5, type: "full" }];
   return head;
 }

@@ -17,11 +17,14 @@ import {
   type UploadMarker,
 } from "../staging.ts";
 import { checkPathKey, queryString } from "../_url.ts";
+import { checksumOf } from "../checksum.ts";
 import {
   type CompletedPart,
+  type CompleteOptions,
   type DeleteFailure,
   type GetOptions,
   type GetResult,
+  type HeadOptions,
   type ListOptions,
   type ListPage,
   type MultipartUpload,
@@ -94,6 +97,8 @@ const SKEW_SUSPECT_MS = 5 * 60_000;
  */
 export class AzureStore implements ObjectStore {
   readonly kind = "azure";
+  /** A block list's MD5 comes from the caller (Put Block List keeps it, unchecked). */
+  readonly completionChecksum = "md5";
   readonly account: string;
   readonly container: string;
   /** The endpoint requests go to (origin and account path, without the container). */
@@ -174,10 +179,11 @@ export class AzureStore implements ObjectStore {
     checkPathKey(key, "put");
     checkMetadata(options.metadata, "put", key);
     const ifAbsent = options.ifAbsent === true;
+    const md5 = await checksumOf("md5", body);
     const response = await this.#exchange(
       "put",
       key,
-      req.putBlob(this.#location, key, body, options),
+      req.putBlob(this.#location, key, body, { ...options, md5 }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
@@ -206,12 +212,15 @@ export class AzureStore implements ObjectStore {
     return etag ? { bytes, size, etag: quotesOff(etag) } : { bytes, size };
   }
 
-  async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
+  /** Get Blob Properties; with `checksums`, its Content-MD5 (a block list has one if given). */
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
     checkPathKey(key, "head");
     const response = await this.#exchange("head", key, req.getBlobProperties(this.#location, key), {
       signal: options.signal,
     });
-    return parseProperties(key, response.headers);
+    const head = parseProperties(key, response.headers);
+    if (!options.checksums) delete head.checksums;
+    return head;
   }
 
   /**
@@ -274,7 +283,7 @@ export class AzureStore implements ObjectStore {
     key: string,
     uploadId: string,
     parts: CompletedPart[],
-    options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
+    options: CompleteOptions = {},
   ): Promise<PutResult> {
     return this.#multipart.completeMultipart(key, uploadId, parts, options);
   }
@@ -341,7 +350,10 @@ export class AzureStore implements ObjectStore {
       },
       stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
         const id = req.blockId(uploadId, partNumber);
-        await this.#exchange(op, key, req.putBlock(this.#location, key, id, body), { signal });
+        const md5 = await checksumOf("md5", body);
+        await this.#exchange(op, key, req.putBlock(this.#location, key, id, body, md5), {
+          signal,
+        });
         return { partNumber, etag: id };
       },
       checkPart: checkStagedBlock,
@@ -360,12 +372,13 @@ export class AzureStore implements ObjectStore {
         const { metadata } = parseProperties(marker, answer.headers, op);
         return { metadata, contentType: answer.headers.get("content-type") ?? undefined };
       },
-      commit: async ({ op, key, uploadId, upload, parts, ifAbsent, signal }) => {
+      commit: async ({ op, key, uploadId, upload, parts, ifAbsent, checksum, signal }) => {
         const ids = parts.map((part) => req.blockId(uploadId, part.partNumber));
         const request = req.putBlockList(this.#location, key, ids, {
           ifAbsent,
           metadata: upload.metadata,
           contentType: upload.contentType,
+          md5: checksum,
         });
         const response = await this.#exchange(op, key, request, {
           signal,

@@ -1,31 +1,19 @@
 // A local directory as an object store, for single-host setups and tests.
 //
-// Layout under `root`:
-//   objects/<key>          one file per object; the key's `/` are folders
-//   tmp/<random>           files being written; renamed or linked into objects/ when complete
-//   uploads/<id>/          one multipart upload: manifest.json and NNNNN.part files
-// Each object file is a 4 KiB header (magic, ETag, content type, user metadata) and then the
-// bytes. Keeping the metadata in the same file, rather than in a sidecar, means one link() or
-// rename() publishes both: no reader sees an object without its metadata, and two concurrent
-// writers can never leave one's bytes with the other's metadata. Objects only ever live under
-// objects/, so no key can name an internal file.
+// Layout under `root` (docs/architecture.md, "The fs store's directory"):
+//   layout.json                        the layout version (written once old objects are migrated)
+//   objects/<key>                      an object's bytes, a plain file; the key's `/` are folders
+//   objects/<key>.tierd-meta.json      its metadata (ETag, content type, user metadata) naming
+//                                      the data file's size, inode and mtime
+//   tmp/<random>                       files being written; renamed or linked into objects/
+//   uploads/<id>/                      one multipart upload: manifest.json and NNNNN.part files
+// The publish protocol (which file is the commit point, what a reader accepts) is in
+// ./object_files.ts; the migration of the first layout (a 4 KiB header before the bytes) in
+// ./legacy.ts. Objects only ever live under objects/, so no key can name an internal file.
 import { type Clock, systemClock } from "../clock.ts";
 import { Buffer } from "node:buffer";
 import { randomBytes } from "node:crypto";
-import {
-  type FileHandle,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  rmdir,
-  stat,
-  unlink,
-} from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
   checkKey,
@@ -38,7 +26,6 @@ import {
 import {
   checkMetadata,
   checkPartNumber,
-  invalidArgument,
   md5Hex,
   MIN_PART_SIZE,
   multipartEtag,
@@ -46,12 +33,15 @@ import {
   type StoredPart,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
-import { readInto, writeAll } from "../bytes.ts";
+import { readInto } from "../bytes.ts";
+import { createChecksum } from "../checksum.ts";
 import {
+  type Checksum,
   type CompletedPart,
   type DeleteFailure,
   type GetOptions,
   type GetResult,
+  type HeadOptions,
   type ListOptions,
   type ListPage,
   type MultipartUpload,
@@ -63,17 +53,40 @@ import {
   StoreError,
   type UserMetadata,
 } from "../types.ts";
+import {
+  copyInto,
+  errno,
+  fsyncDir,
+  isMissing,
+  malformed,
+  noSuchKey,
+  noSuchUpload,
+  readFully,
+  readJson,
+  toStoreError,
+  utf8,
+  writeTemp,
+} from "./_files.ts";
+import { migrateLegacyLayout } from "./legacy.ts";
+import {
+  type FsHooks,
+  META_SUFFIX,
+  ObjectFiles,
+  objectPaths,
+  type OpenObject,
+  readMeta,
+  STALE_MS,
+} from "./object_files.ts";
 
-/** Bytes before an object's content in its file. */
-export const HEADER_SIZE = 4096;
-const MAGIC = "tierdob1";
+export { META_SUFFIX } from "./object_files.ts";
+
 /** A part file starts with the part's hex MD5. */
 const PART_HEADER_SIZE = 32;
-/** Longest file name most filesystems allow, in bytes. */
+/** Longest file name most filesystems allow, in bytes; a key segment leaves room for the suffix. */
 const NAME_MAX = 255;
-/** Temp files older than this are leftovers of a crash, removed when a store opens. */
-const STALE_TEMP_MS = 60 * 60 * 1000;
-const COPY_CHUNK = 1 << 20;
+const SEGMENT_MAX = NAME_MAX - META_SUFFIX.length;
+/** Reads of a file being hashed. */
+const HASH_CHUNK = 4 * 1024 * 1024;
 
 /** Options of {@linkcode FsStore}. */
 export interface FsStoreOptions {
@@ -83,12 +96,8 @@ export interface FsStoreOptions {
   minPartSize?: number;
   /** Upload times and the age of stale temp files. @default systemClock */
   clock?: Clock;
-}
-
-interface ObjectHeader {
-  etag: string;
-  contentType?: string;
-  metadata: UserMetadata;
+  /** For crash-point tests: called between the steps of every write. */
+  hooks?: FsHooks;
 }
 
 interface UploadManifest {
@@ -101,13 +110,18 @@ interface UploadManifest {
 
 /**
  * An {@linkcode ObjectStore} in a local directory. Several instances (and processes) may share
- * one root: creation is `link()` (atomic create-if-absent), replacement is `rename()`, and every
- * write is fsynced, file and directory, before it is acknowledged.
+ * one root: writers of a key take turns through a lock file, a create is a `link()` of the
+ * metadata file (atomic create-if-absent), and every write is fsynced, file and directory,
+ * before it is acknowledged. Each object's bytes are a
+ * plain file, byte for byte what was put, so the directory can be read, copied and checked with
+ * standard tools; a copy (new inodes) is recognised by its ETags on first access.
  *
  * Keys map to paths below `objects/` with `/` as the folder separator, so a key segment must be
- * a usable file name: keys with empty, `.` or `..` segments, a NUL, or a segment over 255 bytes
- * are refused (`Unsupported`, code `InvalidKey`), as is a key that needs a folder where an
- * object is, or the reverse (`a/b` and `a/b/c` cannot both exist; code `KeyConflict`).
+ * a usable file name: keys with empty, `.` or `..` segments, a NUL, a segment over 239 bytes or
+ * one ending in `.tierd-meta.json` are refused (`Unsupported`, code `InvalidKey`), as is a key
+ * that needs a folder where an object is, or the reverse (`a/b` and `a/b/c` cannot both exist;
+ * code `KeyConflict`). An overwrite (a put without `ifAbsent`) is not atomic for readers: for
+ * the moment between its two renames the key reads as absent.
  * @example
  * const store = new FsStore({ root: "/var/lib/tierd/bucket" });
  * await store.put("segments/00000000000000000000.log", bytes, { ifAbsent: true });
@@ -119,6 +133,7 @@ export class FsStore implements ObjectStore {
   readonly #tmp: string;
   readonly #uploads: string;
   readonly #minPartSize: number;
+  readonly #files: ObjectFiles;
   #ready?: Promise<void>;
 
   readonly #clock: Clock;
@@ -130,41 +145,55 @@ export class FsStore implements ObjectStore {
     this.#uploads = join(this.root, "uploads");
     this.#minPartSize = options.minPartSize ?? MIN_PART_SIZE;
     this.#clock = options.clock ?? systemClock;
+    this.#files = new ObjectFiles(this.#tmp, this.#clock, options.hooks);
   }
 
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     const segments = this.#segments(key, "put");
     checkMetadata(options.metadata, "put", key);
     await this.#open(options.signal);
-    const etag = md5Hex(body);
-    const header = encodeHeader({
-      etag,
+    const temp = await writeTemp(this.#tmp, [body], "put", key);
+    return await this.#files.publish(key, objectPaths(this.#objects, segments), temp, {
+      etag: md5Hex(body),
       contentType: options.contentType,
       metadata: { ...options.metadata },
-    }, key);
-    const temp = await this.#writeTemp([header, body], "put", key);
-    return await this.#publish(temp, key, segments, etag, options);
+    }, { ifAbsent: options.ifAbsent, op: "put", signal: options.signal });
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult> {
-    const fh = await this.#openObject(key, "get", options.signal);
+    const object = await this.#openObject(key, "get", options.signal);
     try {
-      const { header, size } = await readObjectHeader(fh, key, "get");
+      const size = object.meta.size;
       const [start, end] = resolveRange(options.range, size, key);
-      const bytes = await readFully(fh, end - start, HEADER_SIZE + start, key, "get");
-      return { bytes, size, etag: header.etag };
+      const bytes = await readFully(object.fh, end - start, start, key, "get");
+      return { bytes, size, etag: object.meta.etag };
     } finally {
-      await fh.close();
+      await object.fh.close();
     }
   }
 
-  async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
-    const fh = await this.#openObject(key, "head", options.signal);
+  /**
+   * The object's size, ETag and metadata. With `checksums`, a CRC-64/NVME of the data file read
+   * now: the fs store keeps no checksum worth trusting over its file, so it hashes the file.
+   */
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
+    const object = await this.#openObject(key, "head", options.signal);
     try {
-      const { header, size, mtime } = await readObjectHeader(fh, key, "head");
-      return { key, size, etag: header.etag, lastModified: mtime, metadata: header.metadata };
+      const { meta, mtime } = object;
+      const head: ObjectHead = {
+        key,
+        size: meta.size,
+        etag: meta.etag,
+        lastModified: mtime,
+        metadata: { ...meta.metadata },
+      };
+      if (options.checksums) {
+        const checksum = await hashOpenFile(object.fh, meta.size, options.signal, key);
+        head.checksums = [{ ...checksum, type: "full" }];
+      }
+      return head;
     } finally {
-      await fh.close();
+      await object.fh.close();
     }
   }
 
@@ -178,8 +207,10 @@ export class FsStore implements ObjectStore {
     for (const key of keys) {
       options.signal?.throwIfAborted();
       try {
-        const folder = await this.#delete(key);
-        if (folder) folders.add(folder);
+        const paths = objectPaths(this.#objects, this.#segments(key, "deleteMany"));
+        if (await this.#files.remove(key, paths, options.signal)) {
+          folders.add(dirname(paths.data));
+        }
       } catch (err) {
         const error = toStoreError(err, "deleteMany", key);
         if (!(error instanceof StoreError)) throw error;
@@ -221,11 +252,6 @@ export class FsStore implements ObjectStore {
   ): Promise<string> {
     this.#segments(key, "createMultipart");
     checkMetadata(options.metadata, "createMultipart", key);
-    // Refuse now what the completion could not store.
-    encodeHeader(
-      { etag: "", contentType: options.contentType, metadata: { ...options.metadata } },
-      key,
-    );
     await this.#open(options.signal);
     const uploadId = randomBytes(16).toString("hex");
     const dir = join(this.#uploads, uploadId);
@@ -238,7 +264,12 @@ export class FsStore implements ObjectStore {
     };
     try {
       await mkdir(dir);
-      const temp = await this.#writeTemp([utf8(JSON.stringify(manifest))], "createMultipart", key);
+      const temp = await writeTemp(
+        this.#tmp,
+        [utf8(JSON.stringify(manifest))],
+        "createMultipart",
+        key,
+      );
       await rename(temp, join(dir, "manifest.json"));
       await fsyncDir(dir);
       await fsyncDir(this.#uploads);
@@ -259,7 +290,7 @@ export class FsStore implements ObjectStore {
     await this.#open(options.signal);
     await this.#readManifest(key, uploadId, "putPart");
     const etag = md5Hex(body);
-    const temp = await this.#writeTemp([utf8(etag), body], "putPart", key);
+    const temp = await writeTemp(this.#tmp, [utf8(etag), body], "putPart", key);
     try {
       await rename(temp, this.#partPath(uploadId, partNumber));
     } catch (err) {
@@ -289,14 +320,10 @@ export class FsStore implements ObjectStore {
       }
     }
     const plan = planCompletion(key, parts, (n) => stored.get(n), this.#minPartSize);
-    const etag = multipartEtag(plan.map((part) => part.etag));
-    const header = encodeHeader({
-      etag,
-      contentType: manifest.contentType,
-      metadata: manifest.metadata,
-    }, key);
-    const temp = await this.#writeTemp([header], op, key, async (fh) => {
-      let position = HEADER_SIZE;
+    // The parts, concatenated into one temp file: published like a put, so completion is
+    // atomic (the metadata file is the commit point).
+    const temp = await writeTemp(this.#tmp, [], op, key, async (fh) => {
+      let position = 0;
       for (const part of plan) {
         options.signal?.throwIfAborted();
         const path = this.#partPath(uploadId, part.partNumber);
@@ -308,7 +335,12 @@ export class FsStore implements ObjectStore {
         }
       }
     });
-    const result = await this.#publish(temp, key, segments, etag, { ...options, op });
+    const result = await this.#files.publish(key, objectPaths(this.#objects, segments), temp, {
+      etag: multipartEtag(plan.map((part) => part.etag)),
+      contentType: manifest.contentType,
+      metadata: manifest.metadata,
+      parts: plan.map((part) => part.size),
+    }, { ifAbsent: options.ifAbsent, op, signal: options.signal });
     // Like S3, a refused conditional completion leaves the upload to be retried or aborted.
     if (result.status === "Created") {
       await rm(join(this.#uploads, uploadId), { recursive: true, force: true });
@@ -350,7 +382,11 @@ export class FsStore implements ObjectStore {
 
   async close(): Promise<void> {}
 
-  /** Creates the layout once, and clears temp files a crash left behind. */
+  /**
+   * Creates the layout once, clears temp files a crash left behind and migrates objects of the
+   * first layout (see ./legacy.ts): at open, not when first read, so every file under objects/
+   * is plain from then on, the objects nobody reads again included.
+   */
   async #open(signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
     this.#ready ??= (async () => {
@@ -361,8 +397,9 @@ export class FsStore implements ObjectStore {
       for (const name of await readdir(this.#tmp)) {
         const path = join(this.#tmp, name);
         const info = await stat(path).catch(() => undefined);
-        if (info && now - info.mtimeMs > STALE_TEMP_MS) await rm(path, { force: true });
+        if (info && now - info.mtimeMs > STALE_MS) await rm(path, { force: true });
       }
+      await migrateLegacyLayout(this.root, this.#objects, this.#files);
     })().catch((err) => {
       this.#ready = undefined;
       throw toStoreError(err, "open");
@@ -382,138 +419,36 @@ export class FsStore implements ObjectStore {
           "the fs store needs non-empty segments other than . and .., without NUL",
         );
       }
-      if (Buffer.byteLength(segment) > NAME_MAX) {
+      if (Buffer.byteLength(segment) > SEGMENT_MAX) {
         throw invalidKey(
           key,
           op,
-          `the segment ${JSON.stringify(segment)} is longer than ${NAME_MAX} bytes`,
+          `the segment ${JSON.stringify(segment)} is longer than ${SEGMENT_MAX} bytes`,
         );
+      }
+      if (segment.endsWith(META_SUFFIX)) {
+        throw invalidKey(key, op, `the fs store keeps metadata in files ending in ${META_SUFFIX}`);
       }
     }
     return segments;
   }
 
-  /** Writes chunks (then `more`) to a new temp file and fsyncs it; returns its path. */
-  async #writeTemp(
-    chunks: Uint8Array[],
-    op: string,
-    key: string,
-    more?: (fh: FileHandle) => Promise<void>,
-  ): Promise<string> {
-    const path = join(this.#tmp, randomBytes(12).toString("hex"));
-    let fh: FileHandle | undefined;
-    try {
-      fh = await open(path, "wx");
-      let position = 0;
-      for (const chunk of chunks) {
-        await writeAll(fh, chunk, position);
-        position += chunk.length;
-      }
-      await more?.(fh);
-      await fh.sync();
-      await fh.close();
-      fh = undefined;
-      return path;
-    } catch (err) {
-      await fh?.close().catch(() => {});
-      await rm(path, { force: true });
-      throw toStoreError(err, op, key);
-    }
-  }
-
-  /**
-   * Makes a complete temp file the object at `key`: `link()` when creating only (EEXIST means
-   * another writer won), else `rename()`. Then fsyncs the folders that changed.
-   */
-  async #publish(
-    temp: string,
-    key: string,
-    segments: string[],
-    etag: string,
-    options: { ifAbsent?: boolean; op?: string },
-  ): Promise<PutResult> {
-    const op = options.op ?? "put";
-    const target = join(this.#objects, ...segments);
-    const dir = dirname(target);
-    try {
-      // A concurrent delete may remove an emptied folder between mkdir and link: try again.
-      for (let attempt = 1;; attempt++) {
-        const created = await this.#mkdirs(dir, key, op);
-        try {
-          if (options.ifAbsent) await link(temp, target);
-          else await rename(temp, target);
-        } catch (err) {
-          const code = errno(err);
-          if (code === "ENOENT" && attempt < 10) continue;
-          if (
-            code === "EEXIST" || code === "EISDIR" || code === "ENOTEMPTY" || code === "ENOTDIR"
-          ) {
-            if (options.ifAbsent && await isFile(target)) return { status: "AlreadyExists" };
-            throw keyConflict(key, op);
-          }
-          throw err;
-        }
-        for (const folder of created) await fsyncDir(folder);
-        await fsyncDir(dir);
-        return { status: "Created", etag };
-      }
-    } catch (err) {
-      throw toStoreError(err, op, key);
-    } finally {
-      // After a link the temp file is a second name to drop; after a rename it is gone already.
-      await rm(temp, { force: true });
-    }
-  }
-
-  /** Creates `dir` and its parents; returns the folders whose entries changed, to fsync. */
-  async #mkdirs(dir: string, key: string, op: string): Promise<string[]> {
-    try {
-      const first = await mkdir(dir, { recursive: true });
-      if (!first) return [];
-      const changed = [dirname(first)];
-      for (let d = dir; d !== dirname(first); d = dirname(d)) changed.push(d);
-      return changed;
-    } catch (err) {
-      const code = errno(err);
-      if (code === "EEXIST" || code === "ENOTDIR") throw keyConflict(key, op);
-      throw err;
-    }
-  }
-
-  async #openObject(key: string, op: string, signal: AbortSignal | undefined): Promise<FileHandle> {
+  async #openObject(key: string, op: string, signal: AbortSignal | undefined): Promise<OpenObject> {
     const segments = this.#segments(key, op);
     await this.#open(signal);
-    let fh: FileHandle;
     try {
-      fh = await open(join(this.#objects, ...segments), "r");
+      const object = await this.#files.open(key, objectPaths(this.#objects, segments));
+      if (object) return object;
     } catch (err) {
-      throw isMissing(err) ? noSuchKey(key, op) : toStoreError(err, op, key);
+      throw toStoreError(err, op, key);
     }
-    // On Linux a folder opens too; it is no object.
-    if ((await fh.stat()).isFile()) return fh;
-    await fh.close();
     throw noSuchKey(key, op);
-  }
-
-  /** Removes one object; returns its folder when something was removed. */
-  async #delete(key: string): Promise<string | undefined> {
-    const segments = this.#segments(key, "deleteMany");
-    const path = join(this.#objects, ...segments);
-    try {
-      // A folder at the path is no object; never unlink it (Deno's unlink removes empty ones).
-      if (!(await isFile(path))) return undefined;
-      await unlink(path);
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw err;
-    }
-    return dirname(path);
   }
 
   /**
    * Makes the removals in `folder` durable, then removes it and its parents while empty:
    * folders are not part of the store, so the tree mirrors the keys. A put that loses its
-   * freshly made folder this way makes it again (see #publish).
+   * freshly made folder this way makes it again (see ObjectFiles.publish).
    */
   async #prune(folder: string): Promise<void> {
     await fsyncDir(folder).catch((err) => {
@@ -535,7 +470,8 @@ export class FsStore implements ObjectStore {
   /**
    * Yields the objects below `dir` (whose keys start with `keyPrefix`) whose names start with
    * `namePrefix`, in UTF-8 key order, after the key `after`. Entries sort by name with `/`
-   * appended to folders, which is the order of the keys inside them.
+   * appended to folders, which is the order of the keys inside them. A data file is listed when
+   * its metadata is beside it and has its size (GET and HEAD check the rest).
    */
   async *#walk(
     dir: string,
@@ -551,7 +487,10 @@ export class FsStore implements ObjectStore {
       throw toStoreError(err, "list");
     }
     const sorted = entries
-      .filter((e) => e.name.startsWith(namePrefix) && (e.isFile() || e.isDirectory()))
+      .filter((e) =>
+        e.name.startsWith(namePrefix) && (e.isDirectory() ||
+          (e.isFile() && !e.name.endsWith(META_SUFFIX)))
+      )
       .map((e) => ({
         name: e.name,
         folder: e.isDirectory(),
@@ -567,9 +506,12 @@ export class FsStore implements ObjectStore {
         ) continue;
         yield* this.#walk(path, entry.key, "", after);
       } else if (after === undefined || compareUtf8(entry.key, after) > 0) {
-        const info = await stat(path).catch(() => undefined);
-        if (info && info.size >= HEADER_SIZE) {
-          yield { key: entry.key, size: info.size - HEADER_SIZE, lastModified: info.mtime };
+        const [info, meta] = await Promise.all([
+          stat(path).catch(() => undefined),
+          readMeta(path + META_SUFFIX).catch(() => undefined),
+        ]);
+        if (info?.isFile() && meta?.meta?.size === info.size) {
+          yield { key: entry.key, size: info.size, lastModified: info.mtime };
         }
       }
     }
@@ -615,183 +557,21 @@ function isSafeSegment(segment: string): boolean {
   return segment !== "" && segment !== "." && segment !== ".." && !segment.includes("\0");
 }
 
-function utf8(s: string): Uint8Array {
-  return new TextEncoder().encode(s);
-}
-
-function encodeHeader(header: ObjectHeader, key: string): Uint8Array {
-  const json = utf8(JSON.stringify(header));
-  const out = new Uint8Array(HEADER_SIZE);
-  if (MAGIC.length + 4 + json.length > HEADER_SIZE) {
-    throw invalidArgument(
-      `metadata and content type take more than ${HEADER_SIZE - 12} bytes`,
-      "put",
-      key,
-    );
-  }
-  out.set(utf8(MAGIC));
-  new DataView(out.buffer).setUint32(MAGIC.length, json.length, true);
-  out.set(json, MAGIC.length + 4);
-  return out;
-}
-
-async function readObjectHeader(
+/** CRC-64/NVME of the first `size` bytes of an open file, in 4 MiB reads. */
+async function hashOpenFile(
   fh: FileHandle,
+  size: number,
+  signal: AbortSignal | undefined,
   key: string,
-  op: string,
-): Promise<{ header: ObjectHeader; size: number; mtime: Date }> {
-  const info = await fh.stat();
-  const raw = await readFully(fh, Math.min(HEADER_SIZE, info.size), 0, key, op);
-  const length = raw.length === HEADER_SIZE
-    ? new DataView(raw.buffer).getUint32(MAGIC.length, true)
-    : -1;
-  if (
-    length < 0 || new TextDecoder().decode(raw.subarray(0, MAGIC.length)) !== MAGIC ||
-    length > HEADER_SIZE - 12
-  ) {
-    throw malformed(key, op);
+): Promise<Checksum> {
+  const hasher = await createChecksum("crc64nvme");
+  const buf = new Uint8Array(Math.min(HASH_CHUNK, Math.max(1, size)));
+  for (let at = 0; at < size;) {
+    signal?.throwIfAborted();
+    const n = await readInto(fh, buf.subarray(0, Math.min(buf.length, size - at)), at);
+    if (n === 0) throw malformed(key, "head", "the file is shorter than its metadata says");
+    hasher.update(buf.subarray(0, n));
+    at += n;
   }
-  try {
-    const header = JSON.parse(
-      new TextDecoder().decode(raw.subarray(12, 12 + length)),
-    ) as ObjectHeader;
-    return { header, size: info.size - HEADER_SIZE, mtime: info.mtime };
-  } catch {
-    throw malformed(key, op);
-  }
-}
-
-async function readFully(
-  fh: FileHandle,
-  length: number,
-  position: number,
-  key: string,
-  op: string,
-): Promise<Uint8Array> {
-  const out = new Uint8Array(length);
-  if (await readInto(fh, out, position) < length) {
-    throw malformed(key, op, "the file is shorter than its header says");
-  }
-  return out;
-}
-
-/** Appends `length` bytes of `path` from `offset` to `fh` at `position`; returns `length`. */
-async function copyInto(
-  fh: FileHandle,
-  position: number,
-  path: string,
-  offset: number,
-  length: number,
-): Promise<number> {
-  const src = await open(path, "r");
-  try {
-    const buf = new Uint8Array(Math.min(COPY_CHUNK, Math.max(1, length)));
-    for (let done = 0; done < length;) {
-      const { bytesRead } = await src.read(
-        buf,
-        0,
-        Math.min(buf.length, length - done),
-        offset + done,
-      );
-      if (bytesRead === 0) throw new Error(`part ${path} is shorter than expected`);
-      await writeAll(fh, buf.subarray(0, bytesRead), position + done);
-      done += bytesRead;
-    }
-    return length;
-  } finally {
-    await src.close();
-  }
-}
-
-/** Makes a folder's new or removed entries durable (a no-op where folders cannot be opened). */
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(dir, "r");
-    await fh.sync();
-  } catch (err) {
-    const code = errno(err);
-    if (code !== "EISDIR" && code !== "EPERM" && code !== "EINVAL" && code !== "EBADF") throw err;
-  } finally {
-    await fh?.close();
-  }
-}
-
-async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await lstat(path)).isFile();
-  } catch (err) {
-    if (isMissing(err)) return false;
-    throw err;
-  }
-}
-
-async function readJson<T>(path: string): Promise<T | undefined> {
-  try {
-    return JSON.parse(await readFile(path, "utf8")) as T;
-  } catch {
-    return undefined;
-  }
-}
-
-function errno(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
-/** ENOENT, or ENOTDIR: a path through an object where a folder would be. */
-function isMissing(err: unknown): boolean {
-  const code = errno(err);
-  return code === "ENOENT" || code === "ENOTDIR";
-}
-
-function noSuchKey(key: string, op: string): StoreError {
-  return new StoreError("NotFound", `no object ${JSON.stringify(key)}`, {
-    op,
-    key,
-    code: "NoSuchKey",
-  });
-}
-
-function noSuchUpload(key: string, uploadId: string, op: string): StoreError {
-  return new StoreError("NotFound", `no multipart upload ${uploadId} for ${JSON.stringify(key)}`, {
-    op,
-    key,
-    code: "NoSuchUpload",
-  });
-}
-
-function keyConflict(key: string, op: string): StoreError {
-  return new StoreError(
-    "Unsupported",
-    `key ${JSON.stringify(key)} needs a folder where an object is, or an object where a folder is`,
-    { op, key, code: "KeyConflict" },
-  );
-}
-
-function malformed(key: string, op: string, why = "not an object file of this store"): StoreError {
-  return new StoreError("Malformed", `${JSON.stringify(key)}: ${why}`, {
-    op,
-    key,
-    code: "BadObjectFile",
-  });
-}
-
-/**
- * Maps a filesystem error to the store's typed error: permissions are `Auth`, the rest
- * `Transport`. Typed errors and aborts pass through.
- */
-function toStoreError(err: unknown, op: string, key?: string): StoreError | DOMException {
-  if (err instanceof StoreError || err instanceof DOMException) return err;
-  const code = errno(err);
-  const message = `${op}${key === undefined ? "" : ` ${JSON.stringify(key)}`}: ${
-    (err as Error)?.message ?? err
-  }`;
-  if (code === "ENAMETOOLONG") {
-    return new StoreError("Unsupported", message, { op, key, code: "InvalidKey" }, { cause: err });
-  }
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
-    return new StoreError("Auth", message, { op, key, code }, { cause: err });
-  }
-  return new StoreError("Transport", message, { op, key, code }, { cause: err });
+  return hasher.digest();
 }

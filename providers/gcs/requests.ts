@@ -4,7 +4,7 @@
 // https://cloud.google.com/storage/docs/json_api/v1/objects
 import { parseEndpoint, type QueryParam, queryString } from "../_url.ts";
 import { type ByteRange, rangeHeader } from "../_ranges.ts";
-import type { UserMetadata } from "../types.ts";
+import type { Checksum, UserMetadata } from "../types.ts";
 
 /** Most sources one compose request takes. */
 export const MAX_COMPOSE_SOURCES = 32;
@@ -66,10 +66,11 @@ function uploadUrl(loc: GcsLocation, query: QueryParam[]): string {
 const OCTET_STREAM = "application/octet-stream";
 
 /**
- * An upload in one request. Without metadata a media upload (`uploadType=media`, the body as
- * is); with metadata a multipart/related upload (`uploadType=multipart`: a JSON part with the
- * name and metadata, then the bytes), the only one-request upload that carries metadata.
- * `ifAbsent` adds `ifGenerationMatch=0`: 412 when the object exists.
+ * An upload in one request. Without metadata or checksum a media upload (`uploadType=media`,
+ * the body as is); with either a multipart/related upload (`uploadType=multipart`: a JSON part
+ * with the name, metadata and `crc32c`/`md5Hash`, then the bytes), the only one-request upload
+ * that carries them. GCS checks the bytes against the hash given and refuses them (400) if they
+ * differ. `ifAbsent` adds `ifGenerationMatch=0`: 412 when the object exists.
  */
 export function insertObject(
   loc: GcsLocation,
@@ -79,16 +80,19 @@ export function insertObject(
     ifAbsent?: boolean;
     metadata?: UserMetadata;
     contentType?: string;
+    /** A CRC-32C or MD5 of the body, for GCS to verify and keep. */
+    checksum?: Checksum;
     /** For tests: the multipart boundary. @default random */
     boundary?: string;
   } = {},
 ): GcsRequest {
   const contentType = options.contentType || OCTET_STREAM;
   const hasMetadata = options.metadata !== undefined && Object.keys(options.metadata).length > 0;
-  const query: QueryParam[] = [["uploadType", hasMetadata ? "multipart" : "media"]];
-  if (!hasMetadata) query.push(["name", name]);
+  const related = hasMetadata || options.checksum !== undefined;
+  const query: QueryParam[] = [["uploadType", related ? "multipart" : "media"]];
+  if (!related) query.push(["name", name]);
   if (options.ifAbsent) query.push(["ifGenerationMatch", "0"]);
-  if (!hasMetadata) {
+  if (!related) {
     return {
       method: "POST",
       url: uploadUrl(loc, query),
@@ -96,14 +100,23 @@ export function insertObject(
       body,
     };
   }
-  const resource = JSON.stringify({ name, contentType, metadata: options.metadata });
-  const related = multipartRelated(resource, body, contentType, options.boundary);
+  const resource: Record<string, unknown> = { name, contentType };
+  if (hasMetadata) resource.metadata = options.metadata;
+  if (options.checksum) resource[hashField(options.checksum)] = options.checksum.value;
+  const parts = multipartRelated(JSON.stringify(resource), body, contentType, options.boundary);
   return {
     method: "POST",
     url: uploadUrl(loc, query),
-    headers: { "content-type": `multipart/related; boundary=${related.boundary}` },
-    body: related.body,
+    headers: { "content-type": `multipart/related; boundary=${parts.boundary}` },
+    body: parts.body,
   };
+}
+
+/** The object resource's field for a checksum. */
+function hashField(checksum: Checksum): string {
+  if (checksum.algorithm === "crc32c") return "crc32c";
+  if (checksum.algorithm === "md5") return "md5Hash";
+  throw new RangeError(`GCS keeps no ${checksum.algorithm} checksum`);
 }
 
 function randomBoundary(): string {

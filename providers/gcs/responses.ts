@@ -5,6 +5,7 @@ import {
   type ListPage,
   type ObjectHead,
   type ObjectInfo,
+  type StoredChecksum,
   StoreError,
   type StoreErrorKind,
   type UserMetadata,
@@ -143,6 +144,8 @@ export interface GcsObject extends ObjectHead {
   generation: string;
   contentType?: string;
   created?: Date;
+  /** The hashes GCS keeps (reported by `head` when asked for). */
+  stored?: StoredChecksum[];
 }
 
 function parseCount(value: unknown, field: string, op: string, key?: string): number {
@@ -188,7 +191,24 @@ export function parseObject(resource: unknown, op: string, key?: string): GcsObj
   const created = parseDate(resource.timeCreated);
   if (created) object.created = created;
   if (typeof resource.contentType === "string") object.contentType = resource.contentType;
+  const checksums = storedChecksums(resource);
+  if (checksums.length > 0) object.stored = checksums;
   return object;
+}
+
+/**
+ * The hashes GCS keeps with every object: `crc32c` always (for a composed object too, over the
+ * whole of its bytes) and `md5Hash` except for composed objects; base64 of the big-endian digest.
+ */
+function storedChecksums(resource: Record<string, unknown>): StoredChecksum[] {
+  const out: StoredChecksum[] = [];
+  if (typeof resource.crc32c === "string" && resource.crc32c !== "") {
+    out.push({ algorithm: "crc32c", value: resource.crc32c, type: "full" });
+  }
+  if (typeof resource.md5Hash === "string" && resource.md5Hash !== "") {
+    out.push({ algorithm: "md5", value: resource.md5Hash, type: "full" });
+  }
+  return out;
 }
 
 /** One list page: the objects and the token of the next page. */

@@ -9,6 +9,7 @@ import { listingFrom, malformed } from "../_errors.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { forEachBounded } from "../concurrency.ts";
+import { checksumOf } from "../checksum.ts";
 import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
 import {
   type StagedCompletion,
@@ -18,9 +19,11 @@ import {
 } from "../staging.ts";
 import {
   type CompletedPart,
+  type CompleteOptions,
   type DeleteFailure,
   type GetOptions,
   type GetResult,
+  type HeadOptions,
   type ListOptions,
   type ListPage,
   type MultipartUpload,
@@ -153,10 +156,11 @@ export class GcsStore implements ObjectStore {
     checkName(key, "put");
     checkMetadata(options.metadata, "put", key);
     const ifAbsent = options.ifAbsent === true;
+    const checksum = await checksumOf("crc32c", body);
     const response = await this.#exchange(
       "put",
       key,
-      req.insertObject(this.#location, key, body, options),
+      req.insertObject(this.#location, key, body, { ...options, checksum }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && status === 412),
@@ -181,11 +185,13 @@ export class GcsStore implements ObjectStore {
     return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
   }
 
-  async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
+  /** The object resource; with `checksums`, its `crc32c` (and `md5Hash`, not for composed ones). */
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
     const object = await this.#object(key, "head", options.signal);
     const head: ObjectHead = { key, size: object.size, metadata: object.metadata };
     if (object.etag) head.etag = object.etag;
     if (object.lastModified) head.lastModified = object.lastModified;
+    if (options.checksums && object.stored) head.checksums = object.stored;
     return head;
   }
 
@@ -246,7 +252,7 @@ export class GcsStore implements ObjectStore {
     key: string,
     uploadId: string,
     parts: CompletedPart[],
-    options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
+    options: CompleteOptions = {},
   ): Promise<PutResult> {
     return this.#multipart.completeMultipart(key, uploadId, parts, options);
   }
@@ -319,13 +325,12 @@ export class GcsStore implements ObjectStore {
       },
       stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
         const name = partName(this.#multipart.marker(key, uploadId, op), partNumber);
+        const checksum = await checksumOf("crc32c", body);
         const response = await this.#exchange(
           op,
           key,
-          req.insertObject(this.#location, name, body),
-          {
-            signal,
-          },
+          req.insertObject(this.#location, name, body, { checksum }),
+          { signal },
         );
         const part = parseObject(parseJson(response.body, op, key), op, key);
         return { partNumber, etag: part.generation };

@@ -1,7 +1,7 @@
 // Pure builders for the S3 requests tierd sends: where a bucket and key live (path or virtual
 // host), and the method, raw path, query, headers and body of each operation. Signing and
 // sending happen in the store; nothing here touches the network or the clock.
-import type { CompletedPart, UserMetadata } from "../types.ts";
+import type { Checksum, ChecksumAlgorithm, CompletedPart, UserMetadata } from "../types.ts";
 import { xmlEscape } from "../_xml.ts";
 import { bareEtag } from "../_rules.ts";
 import { type ByteRange, rangeHeader } from "../_ranges.ts";
@@ -106,14 +106,40 @@ function metadataHeaders(
   return headers;
 }
 
-/** PutObject; `ifAbsent` adds `If-None-Match: *` (412 when the key exists). */
+/** The header S3 takes (and answers) a checksum of `algorithm` in. */
+export function checksumHeader(algorithm: ChecksumAlgorithm): string {
+  return `x-amz-checksum-${algorithm}`;
+}
+
+/** S3's name of an algorithm (`x-amz-checksum-algorithm`, `<ChecksumCRC64NVME>`). */
+export function checksumName(algorithm: ChecksumAlgorithm): string {
+  return algorithm.toUpperCase();
+}
+
+function checksumHeaders(headers: Record<string, string>, checksum: Checksum | undefined) {
+  if (checksum) headers[checksumHeader(checksum.algorithm)] = checksum.value;
+  return headers;
+}
+
+/**
+ * PutObject; `ifAbsent` adds `If-None-Match: *` (412 when the key exists); `checksum` is sent as
+ * `x-amz-checksum-{algorithm}`, which S3 verifies on ingest and keeps with the object.
+ */
 export function putObject(
   loc: S3Location,
   key: string,
   body: Uint8Array,
-  options: { ifAbsent?: boolean; metadata?: UserMetadata; contentType?: string } = {},
+  options: {
+    ifAbsent?: boolean;
+    metadata?: UserMetadata;
+    contentType?: string;
+    checksum?: Checksum;
+  } = {},
 ): S3Request {
-  const headers = metadataHeaders({}, options.metadata, options.contentType);
+  const headers = checksumHeaders(
+    metadataHeaders({}, options.metadata, options.contentType),
+    options.checksum,
+  );
   if (options.ifAbsent) headers["if-none-match"] = "*";
   return { method: "PUT", ...target(loc, key), query: [], headers, body };
 }
@@ -129,9 +155,16 @@ export function getObject(
   return { method: "GET", ...target(loc, key), query: [], headers };
 }
 
-/** HeadObject. */
-export function headObject(loc: S3Location, key: string): S3Request {
-  return { method: "HEAD", ...target(loc, key), query: [], headers: {} };
+/** HeadObject; with `checksums`, `x-amz-checksum-mode: ENABLED` (S3 answers the stored ones). */
+export function headObject(
+  loc: S3Location,
+  key: string,
+  options: { checksums?: boolean } = {},
+): S3Request {
+  const headers: Record<string, string> = options.checksums
+    ? { "x-amz-checksum-mode": "ENABLED" }
+    : {};
+  return { method: "HEAD", ...target(loc, key), query: [], headers };
 }
 
 /** DeleteObject, for keys that cannot travel in a DeleteObjects XML body. */
@@ -179,41 +212,64 @@ export function listObjectsV2(
   return { method: "GET", ...target(loc), query, headers: {} };
 }
 
-/** CreateMultipartUpload (`POST ?uploads`). */
+/**
+ * CreateMultipartUpload (`POST ?uploads`). A `checksumAlgorithm` asks for a full-object checksum
+ * (`x-amz-checksum-type: FULL_OBJECT`): every part must then carry one, and S3 derives the
+ * object's from them.
+ */
 export function createMultipartUpload(
   loc: S3Location,
   key: string,
-  options: { metadata?: UserMetadata; contentType?: string } = {},
+  options: {
+    metadata?: UserMetadata;
+    contentType?: string;
+    checksumAlgorithm?: ChecksumAlgorithm;
+  } = {},
 ): S3Request {
   const headers = metadataHeaders({}, options.metadata, options.contentType);
+  if (options.checksumAlgorithm) {
+    headers["x-amz-checksum-algorithm"] = checksumName(options.checksumAlgorithm);
+    headers["x-amz-checksum-type"] = "FULL_OBJECT";
+  }
   return { method: "POST", ...target(loc, key), query: [["uploads", ""]], headers };
 }
 
-/** UploadPart (`PUT ?partNumber=N&uploadId=…`). */
+/** UploadPart (`PUT ?partNumber=N&uploadId=…`), with the part's checksum when given. */
 export function uploadPart(
   loc: S3Location,
   key: string,
   uploadId: string,
   partNumber: number,
   body: Uint8Array,
+  checksum?: Checksum,
 ): S3Request {
   return {
     method: "PUT",
     ...target(loc, key),
     query: [["partNumber", String(partNumber)], ["uploadId", uploadId]],
-    headers: {},
+    headers: checksumHeaders({}, checksum),
     body,
   };
 }
 
-/** The `<CompleteMultipartUpload>` document: parts in ascending order, ETags unquoted. */
-export function completeMultipartBody(parts: readonly CompletedPart[]): Uint8Array {
+/**
+ * The `<CompleteMultipartUpload>` document: parts in ascending order, ETags unquoted, each part's
+ * checksum (of `algorithm`) where it has one — S3 wants them back when the upload has one.
+ */
+export function completeMultipartBody(
+  parts: readonly CompletedPart[],
+  algorithm: ChecksumAlgorithm = "crc64nvme",
+): Uint8Array {
   const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+  const element = `Checksum${checksumName(algorithm)}`;
   let xml = '<?xml version="1.0" encoding="UTF-8"?>' +
     '<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">';
   for (const part of sorted) {
+    const checksum = part.checksum === undefined
+      ? ""
+      : `<${element}>${xmlEscape(part.checksum)}</${element}>`;
     xml += `<Part><PartNumber>${part.partNumber}</PartNumber>` +
-      `<ETag>${xmlEscape(bareEtag(part.etag))}</ETag></Part>`;
+      `<ETag>${xmlEscape(bareEtag(part.etag))}</ETag>${checksum}</Part>`;
   }
   return new TextEncoder().encode(xml + "</CompleteMultipartUpload>");
 }

@@ -6,6 +6,7 @@ import {
   type MultipartUpload,
   type ObjectHead,
   type ObjectInfo,
+  type StoredChecksum,
   StoreError,
   type StoreErrorKind,
   type UserMetadata,
@@ -63,6 +64,9 @@ const CODE_KINDS: Record<string, StoreErrorKind> = {
   ConditionalRequestConflict: "Transport",
   OperationAborted: "Transport",
   IncompleteBody: "Transport",
+  // The body did not hash to the checksum sent with it: damaged on the way, worth another try.
+  BadDigest: "Transport",
+  XAmzContentChecksumMismatch: "Transport",
   AccessDenied: "Auth",
   InvalidAccessKeyId: "Auth",
   SignatureDoesNotMatch: "Auth",
@@ -361,5 +365,28 @@ export function parseHead(key: string, headers: Headers): ObjectHead {
   if (etag) head.etag = bareEtag(etag);
   const modified = parseDate(headers.get("last-modified") ?? undefined);
   if (modified) head.lastModified = modified;
+  const checksums = storedChecksums(headers);
+  if (checksums.length > 0) head.checksums = checksums;
   return head;
+}
+
+/**
+ * The checksums a HEAD with `x-amz-checksum-mode: ENABLED` answers: `x-amz-checksum-{algorithm}`
+ * for the algorithms tierd computes, full-object unless `x-amz-checksum-type` says COMPOSITE or
+ * the value ends in `-N` (a checksum of the parts' checksums).
+ */
+export function storedChecksums(headers: Headers): StoredChecksum[] {
+  const out: StoredChecksum[] = [];
+  const declared = headers.get("x-amz-checksum-type")?.toUpperCase();
+  for (const algorithm of ["crc64nvme", "crc32c"] as const) {
+    const raw = headers.get(`x-amz-checksum-${algorithm}`)?.trim();
+    if (!raw) continue;
+    const composite = declared === "COMPOSITE" || /-\d+$/.test(raw);
+    out.push({
+      algorithm,
+      value: raw.replace(/-\d+$/, ""),
+      type: composite ? "composite" : "full",
+    });
+  }
+  return out;
 }

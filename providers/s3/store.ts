@@ -15,9 +15,11 @@ import { type Clock, sleep, systemClock } from "../clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
   type CompletedPart,
+  type CompleteOptions,
   type DeleteFailure,
   type GetOptions,
   type GetResult,
+  type HeadOptions,
   type ListOptions,
   type ListPage,
   type MultipartUpload,
@@ -48,6 +50,7 @@ import {
   unsignedRequest,
 } from "./sigv4.ts";
 import { createMD5, type IHasher } from "hash-wasm";
+import { checksumOf } from "../checksum.ts";
 
 /** Configuration of an {@link S3Store}. */
 export interface S3StoreOptions {
@@ -74,6 +77,13 @@ export interface S3StoreOptions {
    * first (racy, for stores that ignore the header). @default "header"
    */
   conditionalComplete?: "header" | "head";
+  /**
+   * Send a CRC-64/NVME with every upload (`x-amz-checksum-crc64nvme`; multipart uploads ask for
+   * a full-object checksum), which S3 verifies on ingest and keeps. `false` for an S3-compatible
+   * server that refuses the headers; eviction then verifies by reading the object back.
+   * @default true
+   */
+  checksums?: boolean;
 }
 
 /** Retries of a 409 ConditionalRequestConflict (a concurrent conditional write) before giving up. */
@@ -112,6 +122,7 @@ export class S3Store implements ObjectStore {
   readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
   readonly #conditionalComplete: "header" | "head";
+  readonly #checksums: boolean;
   readonly #keys = new Map<string, SigningKeyEntry>();
   #location: req.S3Location;
   #clockOffsetMs = 0;
@@ -129,6 +140,7 @@ export class S3Store implements ObjectStore {
     this.#clock = options.clock ?? systemClock;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#conditionalComplete = options.conditionalComplete ?? "header";
+    this.#checksums = options.checksums ?? true;
   }
 
   /** The address style in use (`auto` resolves to one; the boot probe may switch it). */
@@ -172,10 +184,11 @@ export class S3Store implements ObjectStore {
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     req.checkKey(key, "put");
     checkMetadata(options.metadata, "put", key);
+    const checksum = await this.#checksumOf(body);
     const response = await this.#exchange(
       "put",
       key,
-      req.putObject(this.#location, key, body, options),
+      req.putObject(this.#location, key, body, { ...options, checksum }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (options.ifAbsent === true && status === 412),
@@ -202,11 +215,10 @@ export class S3Store implements ObjectStore {
     return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
   }
 
-  async head(key: string, options: { signal?: AbortSignal } = {}): Promise<ObjectHead> {
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
     req.checkKey(key, "head");
-    const response = await this.#exchange("head", key, req.headObject(this.#location, key), {
-      signal: options.signal,
-    });
+    const request = req.headObject(this.#location, key, { checksums: options.checksums });
+    const response = await this.#exchange("head", key, request, { signal: options.signal });
     return this.#parse(() => parseHead(key, response.headers));
   }
 
@@ -263,7 +275,10 @@ export class S3Store implements ObjectStore {
   ): Promise<string> {
     req.checkKey(key, "createMultipart");
     checkMetadata(options.metadata, "createMultipart", key);
-    const request = req.createMultipartUpload(this.#location, key, options);
+    const request = req.createMultipartUpload(this.#location, key, {
+      ...options,
+      checksumAlgorithm: this.#checksums ? "crc64nvme" : undefined,
+    });
     const response = await this.#exchange("createMultipart", key, request, {
       signal: options.signal,
     });
@@ -279,7 +294,8 @@ export class S3Store implements ObjectStore {
   ): Promise<CompletedPart> {
     req.checkKey(key, "putPart");
     checkPartNumber(partNumber, "putPart", key);
-    const request = req.uploadPart(this.#location, key, uploadId, partNumber, body);
+    const checksum = await this.#checksumOf(body);
+    const request = req.uploadPart(this.#location, key, uploadId, partNumber, body, checksum);
     const response = await this.#exchange("putPart", key, request, { signal: options.signal });
     const etag = response.headers.get("etag");
     if (!etag) {
@@ -293,14 +309,16 @@ export class S3Store implements ObjectStore {
         },
       );
     }
-    return { partNumber, etag: bareEtag(etag) };
+    const part: CompletedPart = { partNumber, etag: bareEtag(etag) };
+    if (checksum) part.checksum = checksum.value;
+    return part;
   }
 
   async completeMultipart(
     key: string,
     uploadId: string,
     parts: CompletedPart[],
-    options: { ifAbsent?: boolean; signal?: AbortSignal } = {},
+    options: CompleteOptions = {},
   ): Promise<PutResult> {
     const op = "completeMultipart";
     req.checkKey(key, op);
@@ -366,6 +384,11 @@ export class S3Store implements ObjectStore {
       if (!page.next) return uploads;
       markers = page.next;
     }
+  }
+
+  /** The CRC-64/NVME sent with an upload's body, unless checksums are off. */
+  async #checksumOf(body: Uint8Array) {
+    return this.#checksums ? await checksumOf("crc64nvme", body) : undefined;
   }
 
   close(): Promise<void> {

@@ -1,12 +1,12 @@
 // Copies one sealed segment to the store: `.log` (with its metadata) then `.index`, then
 // verifies both with HEADs. Creates are conditional, so a retry or a second agent is a no-op.
 import { readFile, stat } from "node:fs/promises";
-import type { ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
+import type { ObjectHead, ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import { uploadFile } from "../../providers/upload.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import type { FormatName } from "../format/types.ts";
-import { hex128, xxh3_128 } from "../hash.ts";
+import { createXxh128Stream, hex128, xxh3_128 } from "../hash.ts";
 import {
   fromUserMetadata,
   type ObjectFacts,
@@ -96,6 +96,9 @@ async function putFile(
     opts.onProgress?.(bytes.length);
     return result;
   }
+  // The parts are hashed as they are read: a segment changed in place during the upload is
+  // caught before the completion publishes it, not recorded as verified.
+  const read = await createXxh128Stream();
   const result = await uploadFile(store, key, path, {
     partSize: opts.partSize,
     concurrency: opts.concurrency,
@@ -105,6 +108,14 @@ async function putFile(
     onUploadId: opts.onUploadId ? (id: string) => opts.onUploadId!(key, id) : undefined,
     onProgress: opts.onProgress,
     pool: opts.pool,
+    verifyRead: expectChecksum === undefined ? undefined : {
+      update: (bytes) => read.update(bytes),
+      verify() {
+        if (read.digest() !== expectChecksum) {
+          throw new SegmentChangedError(path, "contents changed while they were uploaded");
+        }
+      },
+    },
   });
   const after = await stat(path);
   if (after.size !== size) {
@@ -144,23 +155,26 @@ export async function copySegment(
     metadata: { "xxh3-128": hex128(xxh3_128(indexBytes)) },
     signal: opts.signal,
   });
-  await verifyCopy(store, src, indexBytes);
+  await verifyCopy(store, src, { indexBytes });
   return logResult.status === "AlreadyExists" && indexResult.status === "AlreadyExists"
     ? "adopted"
     : "uploaded";
 }
 
 /**
- * Checks with HEADs that the store holds exactly this segment: the `.log` metadata matches
- * size and checksum, and the `.index` has the right size (and checksum, when given the bytes).
+ * Checks with HEADs that the store holds this segment: the `.log` metadata matches size and
+ * checksum, and the `.index` has the right size (and checksum, when given the bytes). The bytes
+ * themselves are proven by `verifyContent` (./verify_content.ts), from the `.log` HEAD this
+ * returns (asked with `checksums` for that).
+ * @returns the `.log` object's HEAD
  */
 export async function verifyCopy(
   store: ObjectStore,
   src: SegmentSource,
-  indexBytes?: Uint8Array,
-  signal?: AbortSignal,
-): Promise<void> {
-  const head = await store.head(src.keys.log, { signal });
+  options: { indexBytes?: Uint8Array; signal?: AbortSignal; checksums?: boolean } = {},
+): Promise<ObjectHead> {
+  const { indexBytes, signal } = options;
+  const head = await store.head(src.keys.log, { signal, checksums: options.checksums });
   if (head.size !== src.meta.size) {
     throw new CopyMismatchError(
       src.keys.log,
@@ -192,4 +206,5 @@ export async function verifyCopy(
   if (indexBytes && ihead.metadata["xxh3-128"] !== hex128(xxh3_128(indexBytes))) {
     throw new CopyMismatchError(src.keys.index, "index checksum differs from the local index");
   }
+  return head;
 }

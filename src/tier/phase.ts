@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.ts";
 import type { Logger } from "../log.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import type { TierObserver } from "./observer.ts";
+import type { Bandwidth } from "./verify_content.ts";
 
 /** The tier worker's store operation classes (throttling slows one class, not the other). */
 export type OpClass = "upload" | "housekeeping";
@@ -23,6 +24,8 @@ export interface PhaseContext {
   observer: TierObserver;
   /** Multipart part buffers shared by every partition. */
   partPool?: PartBufferPool;
+  /** Paces the reads-back of copies whose store keeps no checksum (`fetch_bandwidth`). */
+  readBandwidth?: Bandwidth;
 }
 
 /** What went wrong in a phase, for the pass report. */
@@ -50,14 +53,16 @@ export function stopping(ctx: PhaseContext): boolean {
 
 /**
  * Runs `work` with a view of the store bounded by `segment_upload_timeout` (one segment's
- * worth of requests, retries included) and paced as `cls`; the deadline is released after.
+ * worth of requests, retries included) plus `extraMs`, and paced as `cls`; the deadline is
+ * released after.
  */
 export async function withSegmentDeadline<T>(
   ctx: PhaseContext,
   cls: OpClass,
   work: (store: ObjectStore, signal: AbortSignal) => Promise<T>,
+  extraMs = 0,
 ): Promise<T> {
-  const deadline = ctx.store.deadline(ctx.config.tiered_storage.segment_upload_timeout);
+  const deadline = ctx.store.deadline(ctx.config.tiered_storage.segment_upload_timeout + extraMs);
   try {
     return await work(ctx.store.within(deadline, cls), deadline.signal);
   } finally {

@@ -23,6 +23,7 @@ import { BrokerEvictor, type Evictor, GuardedUnlinkEvictor, UnlinkEvictor } from
 import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
+import { TokenBucket } from "../cache/token_bucket.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
 import { FIRST_SEEN } from "./boot.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
@@ -124,6 +125,9 @@ export class TierWorker {
       // One pool of part buffers for the whole worker: memory stays near
       // part_size × (upload_concurrency + 1) however many partitions upload at once.
       partPool: env.partPool ?? new PartBufferPool(ts.part_size, ts.upload_concurrency + 1),
+      // Reads-back of copies whose store keeps no checksum honour the download limit too (a
+      // bucket of their own, at the same rate as the read path's).
+      readBandwidth: new TokenBucket(ts.fetch_bandwidth, { clock }),
     };
     this.#evictor = chooseEvictor(env, clock);
     this.housekeeper = new Housekeeper({

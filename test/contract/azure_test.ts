@@ -39,7 +39,7 @@ if ("reason" in found) {
       sharedKey: azurite.key,
     });
     return { store, close: azurite.stop };
-  }, { exceptions });
+  }, { exceptions, checksum: "md5" });
 
   contractSuite("azure on Azurite, account SAS", async () => {
     const azurite = (await startAzurite())!;
@@ -50,5 +50,5 @@ if ("reason" in found) {
       sasToken: await accountSas({ account: azurite.account, key: azurite.key }),
     });
     return { store, close: azurite.stop };
-  }, { exceptions });
+  }, { exceptions, checksum: "md5" });
 }

@@ -29,5 +29,5 @@ if ("reason" in found) {
       conditionalCompose: "head",
     });
     return { store, close: server.stop };
-  });
+  }, { checksum: "crc32c" });
 }

@@ -5,4 +5,5 @@ import { contractSuite } from "./suite.ts";
 contractSuite(
   "sim",
   () => Promise.resolve({ store: new SimStore(), close: () => Promise.resolve() }),
+  { checksum: "crc64nvme" },
 );

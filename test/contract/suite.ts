@@ -3,7 +3,13 @@
 // random run id, so the suite can run against a shared bucket, and removes what it wrote.
 // A backend that cannot pass a case names it in `exceptions` with the reason, printed loudly.
 import assert from "node:assert/strict";
-import { type ObjectStore, StoreError, type StoreErrorKind } from "../../providers/types.ts";
+import {
+  type ChecksumAlgorithm,
+  type ObjectStore,
+  StoreError,
+  type StoreErrorKind,
+} from "../../providers/types.ts";
+import { checksumOf } from "../../providers/checksum.ts";
 import type { ObjectInfo } from "../../providers/types.ts";
 import { concatBytes } from "../../providers/bytes.ts";
 import { randomBytes } from "../providers/_bytes.ts";
@@ -25,12 +31,15 @@ export type ContractCase =
   | "multipart-abort"
   | "multipart-list-uploads"
   | "multipart-if-absent"
+  | "head-checksums"
   | "special-keys";
 
 /** What a case gets: the store and a key prefix no other case or run uses. */
 interface CaseContext {
   store: ObjectStore;
   prefix: string;
+  /** The checksum the store keeps with every object tierd uploads, if it keeps one. */
+  checksum?: ChecksumAlgorithm;
 }
 
 const MiB = 1024 * 1024;
@@ -275,6 +284,38 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
     }
   },
 
+  async "head-checksums"({ store, prefix, checksum }) {
+    if (!checksum) return;
+    const expect = async (key: string, bytes: Uint8Array, what: string) => {
+      const head = await store.head(key, { checksums: true });
+      const want = { ...(await checksumOf(checksum, bytes)), type: "full" };
+      assert.ok(
+        head.checksums?.some((c) => JSON.stringify(c) === JSON.stringify(want)),
+        `${what}: HEAD shows ${JSON.stringify(want)}, got ${JSON.stringify(head.checksums)}`,
+      );
+    };
+    const small = randomBytes(1000);
+    await store.put(`${prefix}single`, small, { ifAbsent: true, metadata: { a: "1" } });
+    await expect(`${prefix}single`, small, "a single put");
+    await store.put(`${prefix}empty`, new Uint8Array(0));
+    await expect(`${prefix}empty`, new Uint8Array(0), "an empty object");
+    // A multipart upload: the whole object's checksum, not one of its parts' (S3's `-N`).
+    const key = `${prefix}multi.log`;
+    const bodies = [randomBytes(5 * MiB), randomBytes(1234)];
+    const uploadId = await store.createMultipart(key, { metadata: { b: "2" } });
+    const parts = [];
+    for (const [i, body] of bodies.entries()) {
+      parts.push(await store.putPart(key, uploadId, i + 1, body));
+    }
+    const whole = concatBytes(bodies);
+    const wanted = store.completionChecksum;
+    await store.completeMultipart(key, uploadId, parts, {
+      ifAbsent: true,
+      checksum: wanted ? await checksumOf(wanted, whole) : undefined,
+    });
+    await expect(key, whole, "a multipart upload");
+  },
+
   async "special-keys"({ store, prefix }) {
     const names = [
       "with space",
@@ -321,6 +362,8 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
  * @param name the backend, as the test name shows it
  * @param open makes the store (and whatever server it needs); `close` tears it down
  * @param options.exceptions cases this backend is known to fail, each with the reason
+ * @param options.checksum the checksum HEAD must show on every object (`head-checksums`); a
+ *   backend without one skips that case, loudly
  * @example
  * contractSuite("fs", async () => {
  *   const dir = await tempDir();
@@ -330,7 +373,10 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
 export function contractSuite(
   name: string,
   open: () => Promise<{ store: ObjectStore; close(): Promise<void> }>,
-  options: { exceptions?: Partial<Record<ContractCase, string>> } = {},
+  options: {
+    exceptions?: Partial<Record<ContractCase, string>>;
+    checksum?: ChecksumAlgorithm;
+  } = {},
 ): void {
   Deno.test(`contract: ${name}`, async (t) => {
     const { store, close } = await open();
@@ -341,7 +387,10 @@ export function contractSuite(
           [ContractCase, typeof CASES[ContractCase]]
         >
       ) {
-        const reason = options.exceptions?.[label];
+        const reason = options.exceptions?.[label] ??
+          (label === "head-checksums" && !options.checksum
+            ? "the backend keeps no checksum with its objects"
+            : undefined);
         if (reason !== undefined) {
           console.warn(`\n!!! contract: ${name}: SKIPPING "${label}": ${reason}\n`);
           await t.step({ name: `${label} (skipped: ${reason})`, ignore: true, fn: () => {} });
@@ -350,7 +399,7 @@ export function contractSuite(
         const prefix = `${run}/${label}/`;
         await t.step(label, async () => {
           try {
-            await body({ store, prefix });
+            await body({ store, prefix, checksum: options.checksum });
           } catch (err) {
             await removeEverything(store, prefix).catch(() => {});
             throw err;

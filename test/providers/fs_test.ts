@@ -1,9 +1,11 @@
 // What only the filesystem store has to get right: paths that stay inside the root, crash
-// leftovers, several stores (or processes) on one root, and its on-disk layout.
+// leftovers, several stores on one root, its on-disk layout (plain files standard tools read,
+// copy and compare), and reading the first layout. Separate processes: fs_processes_test.ts.
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { FsStore, HEADER_SIZE } from "../../providers/fs/store.ts";
+import { FsStore, META_SUFFIX } from "../../providers/fs/store.ts";
+import { encodeLegacyObject, LAYOUT_FILE } from "../../providers/fs/legacy.ts";
 import { listAll, StoreError } from "../../providers/types.ts";
 import { tempDir } from "../_util.ts";
 
@@ -43,6 +45,9 @@ Deno.test("fs: hostile keys are refused and nothing is written outside the root"
       "a/\0/b",
       "",
       "x".repeat(256),
+      "x".repeat(240),
+      `a${META_SUFFIX}`,
+      `a${META_SUFFIX}/b`,
     ];
     for (const key of hostile) {
       const code = "InvalidKey";
@@ -109,7 +114,7 @@ Deno.test("fs: leftovers of a crashed write are never objects, and old ones are 
     await writeFile(stale, bytes("half a segm"));
     const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
     await utimes(stale, old, old);
-    // A stray non-object file among the objects (shorter than a header) is not listed either.
+    // A stray file among the objects, without metadata beside it, is no object either.
     await writeFile(join(dir.path, "objects", "seg", "stray"), bytes("junk"));
     assert.deepEqual((await listAll(store, "")).map((o) => o.key), ["seg/0.log"]);
 
@@ -122,7 +127,7 @@ Deno.test("fs: leftovers of a crashed write are never objects, and old ones are 
     );
     await assert.rejects(
       reopened.get("seg/stray"),
-      (err: unknown) => (err as StoreError).kind === "Malformed",
+      (err: unknown) => (err as StoreError).kind === "NotFound",
     );
   } finally {
     await dir.cleanup();
@@ -170,32 +175,146 @@ Deno.test("fs: concurrent overwrites never mix one writer's bytes with another's
   }
 });
 
-Deno.test("fs: objects are files under objects/ with a 4 KiB header; emptied folders go", async () => {
+/** Runs a command; its exit code and stdout. */
+async function run(cmd: string, ...args: string[]): Promise<{ code: number; out: string }> {
+  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
+  return { code: out.code, out: new TextDecoder().decode(out.stdout) };
+}
+
+Deno.test("fs: objects are plain files, byte for byte what was put, metadata beside; emptied folders go", async () => {
   const dir = await tempDir("tierd-fs");
   try {
     const store = new FsStore({ root: dir.path });
     const key = "tierd/c1/1/1/0/00ab-0/00000000000000000000.log";
-    await store.put(key, bytes("hello"), {
-      metadata: { "end-offset": "4" },
-      contentType: "text/plain",
-    });
+    const source = join(dir.path, "source.log");
+    const body = crypto.getRandomValues(new Uint8Array(40_000));
+    await writeFile(source, body);
+    await store.put(key, body, { metadata: { "end-offset": "4" }, contentType: "text/plain" });
     const path = join(dir.path, "objects", ...key.split("/"));
-    assert.equal((await stat(path)).size, HEADER_SIZE + 5);
-    const raw = await readFile(path);
-    assert.equal(new TextDecoder().decode(raw.subarray(HEADER_SIZE)), "hello");
-    assert.match(new TextDecoder().decode(raw.subarray(0, 200)), /"end-offset":"4"/);
+    // Standard tools: cmp says the object file is the source, byte for byte.
+    assert.deepEqual(await run("cmp", source, path), { code: 0, out: "" });
+    const meta = JSON.parse(await readFile(path + META_SUFFIX, "utf8"));
+    assert.equal(meta.size, 40_000);
+    assert.equal(meta.contentType, "text/plain");
+    assert.deepEqual(meta.metadata, { "end-offset": "4" });
+    assert.equal(meta.ino, String((await stat(path, { bigint: true })).ino));
     assert.deepEqual(
       (await store.get(key, { range: { start: 1, length: 3 } })).bytes,
-      bytes("ell"),
+      body.subarray(1, 4),
     );
+    assert.deepEqual(JSON.parse(await readFile(join(dir.path, LAYOUT_FILE), "utf8")).version, 2);
 
     await store.put("tierd/c1/keep", bytes("x"));
     assert.deepEqual(await store.deleteMany([key]), []);
     assert.deepEqual(await readdir(join(dir.path, "objects", "tierd")), ["c1"]);
-    assert.deepEqual(await readdir(join(dir.path, "objects", "tierd", "c1")), ["keep"]);
+    assert.deepEqual(
+      (await readdir(join(dir.path, "objects", "tierd", "c1"))).sort(),
+      ["keep", `keep${META_SUFFIX}`],
+    );
     // A put into a folder a delete just pruned recreates it.
     await store.put(key, bytes("again"));
     assert.deepEqual((await store.get(key)).bytes, bytes("again"));
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("fs: a copied directory serves its objects; a file changed in place is no object", async () => {
+  const dir = await tempDir("tierd-fs");
+  try {
+    const root = join(dir.path, "a");
+    const store = new FsStore({ root, minPartSize: 4 });
+    await store.put("one", bytes("single put"), { metadata: { n: "1" } });
+    const id = await store.createMultipart("two", { metadata: { n: "2" } });
+    const parts = [
+      await store.putPart("two", id, 1, bytes("abcd")),
+      await store.putPart("two", id, 2, bytes("ef")),
+    ];
+    await store.completeMultipart("two", id, parts);
+    await store.put("three", bytes("to be flipped"));
+    // cp -r: new inodes and mtimes, the same bytes. Each object is recognised by its ETag.
+    const copy = join(dir.path, "b");
+    assert.equal((await run("cp", "-r", root, copy)).code, 0);
+    const copied = new FsStore({ root: copy });
+    // A create on a copied key is refused: the copy's object is recognised under the lock.
+    assert.equal(
+      (await copied.put("two", bytes("intruder"), { ifAbsent: true })).status,
+      "AlreadyExists",
+    );
+    assert.deepEqual((await copied.get("one")).bytes, bytes("single put"));
+    assert.deepEqual((await copied.head("two")).metadata, { n: "2" });
+    assert.deepEqual((await copied.get("two")).bytes, bytes("abcdef"));
+    // …and adopted: the metadata now names the copy's files.
+    const ino = String((await stat(join(copy, "objects", "one"), { bigint: true })).ino);
+    assert.equal(
+      JSON.parse(await readFile(join(copy, "objects", "one" + META_SUFFIX), "utf8")).ino,
+      ino,
+    );
+    // One byte flipped in place (another mtime, the same size): its metadata no longer holds.
+    const flipped = join(copy, "objects", "three");
+    const raw = await readFile(flipped);
+    raw[0] ^= 1;
+    await writeFile(flipped, raw);
+    await assert.rejects(
+      copied.get("three"),
+      (err: unknown) => (err as StoreError).kind === "NotFound",
+    );
+    assert.deepEqual(
+      (await store.get("three")).bytes,
+      bytes("to be flipped"),
+      "the original is fine",
+    );
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("fs: objects of the first layout (a 4 KiB header) are migrated when the store opens", async () => {
+  const dir = await tempDir("tierd-fs");
+  try {
+    const objects = join(dir.path, "objects");
+    await mkdir(join(objects, "p", "0"), { recursive: true });
+    const single = bytes("segment bytes");
+    const multi = crypto.getRandomValues(new Uint8Array(10_000));
+    const singleEtag = "c2e6a5c3a0fd4f1a5e7ab1e4e8a3f0d1";
+    await writeFile(
+      join(objects, "p", "0", "00.log"),
+      encodeLegacyObject(
+        { etag: singleEtag, contentType: "text/plain", metadata: { a: "1" } },
+        single,
+      ),
+    );
+    await writeFile(
+      join(objects, "p", "0", "01.log"),
+      encodeLegacyObject({ etag: "0123456789abcdef0123456789abcdef-3", metadata: {} }, multi),
+    );
+    const then = new Date(Date.now() - 86_400_000);
+    await utimes(join(objects, "p", "0", "01.log"), then, then);
+
+    const store = new FsStore({ root: dir.path });
+    assert.deepEqual(
+      (await store.list("p/")).objects.map((o) => [o.key, o.size]),
+      [["p/0/00.log", single.length], ["p/0/01.log", multi.length]],
+    );
+    const head = await store.head("p/0/00.log");
+    assert.deepEqual(head.metadata, { a: "1" });
+    assert.equal(head.etag, singleEtag);
+    assert.deepEqual((await store.get("p/0/00.log")).bytes, single);
+    assert.deepEqual((await store.get("p/0/01.log")).bytes, multi);
+    const multiHead = await store.head("p/0/01.log");
+    assert.equal(multiHead.etag, "0123456789abcdef0123456789abcdef-3");
+    assert.equal(multiHead.lastModified?.getTime(), then.getTime(), "the object keeps its age");
+    // The files are plain now, and the layout file says nothing is left to migrate.
+    assert.deepEqual(new Uint8Array(await readFile(join(objects, "p", "0", "01.log"))), multi);
+    assert.ok((await stat(join(dir.path, LAYOUT_FILE))).isFile());
+    // A copy of the migrated store still knows the multipart object by its bytes.
+    const copy = join(dir.path, "..", `${dir.path.split("/").pop()}-copy`);
+    try {
+      assert.equal((await run("cp", "-r", dir.path, copy)).code, 0);
+      assert.deepEqual((await new FsStore({ root: copy }).get("p/0/01.log")).bytes, multi);
+    } finally {
+      await run("rm", "-rf", copy);
+    }
   } finally {
     await dir.cleanup();
   }
@@ -233,6 +352,10 @@ Deno.test("fs: multipart follows S3's rules and survives a second store on the r
     assert.equal(done.status, "Created");
     assert.match((done as { etag: string }).etag, /^[0-9a-f]{32}-2$/);
     assert.deepEqual((await store.get("big")).bytes, bytes("abcdEF"));
+    assert.deepEqual(
+      new Uint8Array(await readFile(join(dir.path, "objects", "big"))),
+      bytes("abcdEF"),
+    );
     assert.deepEqual((await store.head("big")).metadata, { "end-offset": "6" });
     assert.equal((await store.head("big")).etag, (done as { etag: string }).etag);
     assert.deepEqual(await store.listMultipartUploads(""), []);

@@ -9,7 +9,8 @@ import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { copyFinishedEvent } from "../../state/events.ts";
 import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
-import { CopyMismatchError, segmentSource, verifyCopy } from "../copy_segment.ts";
+import { CopyMismatchError, SegmentChangedError, segmentSource } from "../copy_segment.ts";
+import { proveCopy } from "../prove_copy.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import {
   noProblems,
@@ -77,7 +78,7 @@ function cleanOne(
   const keys = ledger.keys(rec.start, rec.generation);
   return withSegmentDeadline(ctx, "housekeeping", async (store) => {
     await abortOpenUploads(store, rec, keys.log);
-    const facts = await adoptableCopy(ledger, store, rec, input);
+    const facts = await adoptableCopy(ctx, ledger, rec, input, store);
     if (facts) {
       await ledger.record(copyFinishedEvent(rec.start, rec.generation, facts, ctx.clock.now()));
       ctx.log.info("dangling segment adopted: the store holds a complete copy", {
@@ -126,18 +127,20 @@ async function abortOpenUploads(
 }
 
 /**
- * The facts of a complete object under the segment's keys that matches its local files, or
- * undefined when there is none to adopt (another generation, nothing there, or an object
- * describing other bytes). With the local files gone, the object may be the only copy there is
- * (a journal cut short after `copy_started`, its `copy_finished` and `evicted` lost): a complete
- * one whose metadata holds together is adopted, as a rebuild from the bucket would.
+ * The facts of a complete object under the segment's keys that holds its local bytes (metadata
+ * by HEAD, bytes by the store's checksum or a read-back), or undefined when there is none to
+ * adopt (another generation, nothing there, or other bytes). With the local files gone, the
+ * object may be the only copy there is (a journal cut short after `copy_started`, its
+ * `copy_finished` and `evicted` lost): a complete one whose metadata holds together is adopted,
+ * as a rebuild from the bucket would.
  * @throws store faults and anything unexpected: an unverified copy is never deleted on a guess
  */
 async function adoptableCopy(
+  ctx: PhaseContext,
   ledger: PartitionLedger,
-  store: ObjectStore,
   rec: SegmentRecord,
   input: CleanupInput,
+  store: ObjectStore,
 ): Promise<ObjectFacts | undefined> {
   if (rec.generation !== ledger.state.generation) return undefined;
   const local = input.segments.find((s) => s.start === rec.start);
@@ -147,10 +150,10 @@ async function adoptableCopy(
     .catch(() => undefined);
   if (!src) return undefined;
   try {
-    await verifyCopy(store, src);
+    await proveCopy(ctx, src);
     return src.meta;
   } catch (err) {
-    if (err instanceof CopyMismatchError) return undefined;
+    if (err instanceof CopyMismatchError || err instanceof SegmentChangedError) return undefined;
     if (err instanceof StoreError && err.kind === "NotFound") return undefined;
     throw err;
   }

@@ -1,21 +1,23 @@
 // The eviction phase: while a topic's local retention is exceeded, a prefix of sealed segments
-// under the floor leaves the broker's directory — each one re-verified in the store and hashed
-// locally first, its kept index copy and marker written durably, then removed through the
-// evictor port, and recorded only once the directory shows it gone. What the evictor does not
-// admit (a consumer barrier, a running broker) waits, and so does a request the broker answered
-// without removing anything, with an exponential backoff: the partition's `EvictionGate` holds
-// why, says it once, and reports it.
+// under the floor leaves the broker's directory — each one's copy proven first (HEADs, then its
+// bytes: the store's checksum against the local file's, or a read-back), its kept index copy and
+// marker written durably, then removed through the evictor port, and recorded only once the
+// directory shows it gone. A copy found damaged or missing goes DANGLING: cleaned up and copied
+// again while the local files are still there. What the evictor does not admit (a consumer
+// barrier, a running broker) waits, and so does a request the broker answered without removing
+// anything, with an exponential backoff: the partition's `EvictionGate` holds why, says it once,
+// and reports it.
 import { join } from "node:path";
 import type { TopicConfig } from "../../config/schema.ts";
 import type { FormatName } from "../../format/types.ts";
-import { hex128 } from "../../hash.ts";
+import { StoreError } from "../../../providers/types.ts";
 import { segmentStem } from "../../layout/partition.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
-import { SegmentChangedError, verifyCopy } from "../copy_segment.ts";
+import { CopyMismatchError, SegmentChangedError } from "../copy_segment.ts";
 import { attemptKey, EvictionGate, EvictionHeldError } from "../eviction_gate.ts";
 import type { Admission, Evictor } from "../evictor.ts";
-import { hashFile } from "../file_hash.ts";
+import { proveCopy } from "../prove_copy.ts";
 import { type PartitionLedger, unlinkIfPresent } from "../partition_ledger.ts";
 import {
   listLocal,
@@ -24,7 +26,6 @@ import {
   type PhaseContext,
   type Problems,
   stopping,
-  withSegmentDeadline,
 } from "../phase.ts";
 import { chooseEvictions, type EvictionCandidate } from "../policy.ts";
 
@@ -232,6 +233,20 @@ async function verifyChosen(
           path: seg.logPath,
           err,
         });
+      } else if (isDamaged(err)) {
+        // The broker still has the bytes: copy them again (cleanup first, as for any failed copy).
+        await ledger.record({
+          type: "dangling",
+          segment: rec.start,
+          generation: rec.generation,
+          reason: `eviction: remote copy damaged: ${(err as Error).message}`.slice(0, 500),
+          at: ctx.clock.now(),
+        });
+        ctx.observer.remoteObjectsMissing?.(1);
+        ctx.log.warn("not evicting: the remote copy is damaged or gone; it will be copied again", {
+          segment: c.start,
+          err,
+        });
       } else {
         ctx.log.warn("not evicting: the remote copy could not be verified", {
           segment: c.start,
@@ -244,6 +259,13 @@ async function verifyChosen(
   return ready;
 }
 
+/** A copy that is not the segment any more: other bytes, or an object gone. */
+function isDamaged(err: unknown): boolean {
+  return err instanceof CopyMismatchError ||
+    (err instanceof StoreError && err.kind === "NotFound");
+}
+
+/** Proves the copy right before the local files go, then writes the index copy and marker. */
 async function verifyOne(
   ctx: PhaseContext,
   ledger: PartitionLedger,
@@ -252,20 +274,14 @@ async function verifyOne(
   format: FormatName,
 ): Promise<void> {
   const meta = rec.meta!;
-  // The local file must be the segment that was copied: a purge that regrew past the floor
-  // while the agent was down leaves other bytes under the same name and size.
-  if (await hashFile(seg.logPath) !== meta.checksum) {
-    throw new SegmentChangedError(
-      seg.logPath,
-      `contents differ from the verified copy (xxh3-128 ${hex128(meta.checksum)}); not evicted`,
-    );
-  }
-  await withSegmentDeadline(ctx, "housekeeping", (store) =>
-    verifyCopy(store, {
-      logPath: seg.logPath,
-      indexPath: seg.indexPath,
-      keys: ledger.keys(seg.start),
-      meta: { ...meta, format },
-    }));
+  // The local file must be the segment that was copied (a purge that regrew past the floor
+  // while the agent was down leaves other bytes under the same name and size), and the store
+  // must hold its bytes: both in one read of the file.
+  await proveCopy(ctx, {
+    logPath: seg.logPath,
+    indexPath: seg.indexPath,
+    keys: ledger.keys(seg.start),
+    meta: { ...meta, format },
+  });
   await ledger.writeMarker(rec, seg.indexPath);
 }

@@ -129,3 +129,23 @@ Deno.test("azure requests: List Blobs asks for a container listing, page size cl
   ]);
   assert.deepEqual(req.listBlobs(cloud, "").query, [["restype", "container"], ["comp", "list"]]);
 });
+
+Deno.test("azure requests: Content-MD5 on Put Blob and Put Block, the blob's MD5 on Put Block List", () => {
+  const md5 = { algorithm: "md5", value: "lXpb8WJjKFlucqk+jKAQrQ==" } as const;
+  assert.equal(
+    req.putBlob(cloud, "k", new Uint8Array(1), { md5 }).headers["content-md5"],
+    md5.value,
+  );
+  assert.equal(req.putBlob(cloud, "k", new Uint8Array(1)).headers["content-md5"], undefined);
+  assert.equal(
+    req.putBlock(cloud, "k", "QQ==", new Uint8Array(1), md5).headers["content-md5"],
+    md5.value,
+  );
+  const list = req.putBlockList(cloud, "k", ["QQ=="], { md5 });
+  assert.equal(list.headers["x-ms-blob-content-md5"], md5.value);
+  assert.equal(list.headers["content-md5"], undefined, "not of the block list's own XML");
+  assert.throws(
+    () => req.putBlob(cloud, "k", new Uint8Array(1), { md5: { algorithm: "crc32c", value: "" } }),
+    RangeError,
+  );
+});

@@ -146,6 +146,11 @@ Deno.test("azure responses: blob properties, metadata names decoded back", () =>
     metadata: { "end-offset": "1041", "xxh3-128": "0123", format: "iggy-0.9" },
   });
   assert.deepEqual(metadataFromHeaders(new Headers()), {});
+  // A blob's Content-MD5 (Put Blob's own, or Put Block List's x-ms-blob-content-md5).
+  headers.set("content-md5", "lXpb8WJjKFlucqk+jKAQrQ==");
+  assert.deepEqual(parseProperties("k", headers).checksums, [
+    { algorithm: "md5", value: "lXpb8WJjKFlucqk+jKAQrQ==", type: "full" },
+  ]);
   assert.throws(
     () => parseProperties("k", new Headers()),
     (err: unknown) => err instanceof StoreError && err.kind === "Malformed",

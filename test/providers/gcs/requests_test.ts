@@ -105,3 +105,29 @@ Deno.test("gcs requests: compose names sources with generations and the destinat
     RangeError,
   );
 });
+
+Deno.test("gcs requests: a checksum makes it a multipart/related upload with crc32c in the resource", () => {
+  const put = req.insertObject(cloud, "p/part-00001", new Uint8Array([7]), {
+    checksum: { algorithm: "crc32c", value: "ifj56A==" },
+    boundary: "B",
+  });
+  assert.equal(
+    put.url,
+    "https://storage.googleapis.com/upload/storage/v1/b/tier/o?uploadType=multipart",
+  );
+  assert.match(
+    text(put.body),
+    /\{"name":"p\/part-00001","contentType":"application\/octet-stream","crc32c":"ifj56A=="\}/,
+  );
+  const md5 = req.insertObject(cloud, "k", new Uint8Array(0), {
+    checksum: { algorithm: "md5", value: "1B2M2Y8AsgTpgAmY7PhCfg==" },
+  });
+  assert.match(text(md5.body), /"md5Hash":"1B2M2Y8AsgTpgAmY7PhCfg=="/);
+  assert.throws(
+    () =>
+      req.insertObject(cloud, "k", new Uint8Array(0), {
+        checksum: { algorithm: "crc64nvme", value: "" },
+      }),
+    RangeError,
+  );
+});

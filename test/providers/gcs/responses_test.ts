@@ -40,6 +40,16 @@ Deno.test("gcs responses: an object resource", () => {
   assert.deepEqual(object.metadata, { "end-offset": "41", format: "iggy-0.9" });
   assert.deepEqual(object.lastModified, new Date("2024-03-01T12:00:00.123Z"));
   assert.deepEqual(parseObject({ ...OBJECT, metadata: undefined }, "head").metadata, {});
+  // The hashes GCS keeps: md5Hash here, crc32c on every object (a composed one has no md5Hash).
+  assert.deepEqual(object.stored, [{
+    algorithm: "md5",
+    value: "1B2M2Y8AsgTpgAmY7PhCfg==",
+    type: "full",
+  }]);
+  const { md5Hash: _, ...composed } = { ...OBJECT, crc32c: "ifj56A==", componentCount: 2 };
+  assert.deepEqual(parseObject(composed, "head").stored, [
+    { algorithm: "crc32c", value: "ifj56A==", type: "full" },
+  ]);
   for (
     const bad of [
       { ...OBJECT, size: "-1" },

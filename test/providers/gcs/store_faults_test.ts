@@ -2,6 +2,7 @@
 // a 401 refreshed once out of band, throttling, auth failures, resets, truncated and malformed
 // answers — and that no error ever carries a bearer token.
 import assert from "node:assert/strict";
+import { checksumOf } from "../../../providers/checksum.ts";
 import { NoTokenSource, type TokenSource } from "../../../providers/gcs/credentials.ts";
 import { GcsStore, type GcsStoreOptions } from "../../../providers/gcs/store.ts";
 import type { StoreErrorKind } from "../../../providers/types.ts";
@@ -66,7 +67,10 @@ Deno.test("gcs faults: requests carry the bearer token; none without one", async
   const { store, seen } = fakeGcs(() => object("k"));
   assert.deepEqual(await store.put("k", new Uint8Array(3)), { status: "Created", etag: "E1" });
   assert.equal(seen[0].headers["authorization"], `Bearer ${TOKEN_PREFIX}1`);
-  assert.equal(seen[0].headers["content-length"], "3");
+  // With its CRC-32C in the resource: a multipart/related body of the exact length sent.
+  assert.equal(seen[0].headers["content-length"], String(seen[0].body?.byteLength));
+  const crc = (await checksumOf("crc32c", new Uint8Array(3))).value;
+  assert.ok(new TextDecoder().decode(seen[0].body).includes(`"crc32c":"${crc}"`));
   const anonymous = fakeGcs(() => object("k"), { tokens: new NoTokenSource() });
   await anonymous.store.head("k");
   assert.equal(anonymous.seen[0].headers["authorization"], undefined);

@@ -5,8 +5,10 @@ import {
   completeMultipartBody,
   completeMultipartUpload,
   createBucket,
+  createMultipartUpload,
   deleteObjectsBody,
   getObject,
+  headObject,
   listMultipartUploads,
   listObjectsV2,
   putObject,
@@ -181,4 +183,34 @@ Deno.test("requests: CreateBucket names the region outside us-east-1", () => {
     text(createBucket(loc, "eu-west-1").body),
     /<LocationConstraint>eu-west-1<\/LocationConstraint>/,
   );
+});
+
+Deno.test("requests: checksums — CRC-64/NVME on puts and parts, full-object multipart, the mode on HEAD", () => {
+  const loc = resolveLocation({
+    endpoint: "http://h:9000",
+    region: "r",
+    bucket: "b",
+    urlStyle: "path",
+  });
+  const checksum = { algorithm: "crc64nvme", value: "rosUhgp5mIg=" } as const;
+  const put = putObject(loc, "k", new Uint8Array(1), { checksum });
+  assert.equal(put.headers["x-amz-checksum-crc64nvme"], "rosUhgp5mIg=");
+  const create = createMultipartUpload(loc, "k", { checksumAlgorithm: "crc64nvme" });
+  assert.equal(create.headers["x-amz-checksum-algorithm"], "CRC64NVME");
+  assert.equal(create.headers["x-amz-checksum-type"], "FULL_OBJECT");
+  assert.equal(createMultipartUpload(loc, "k").headers["x-amz-checksum-algorithm"], undefined);
+  assert.equal(
+    uploadPart(loc, "k", "u", 1, new Uint8Array(1), checksum).headers["x-amz-checksum-crc64nvme"],
+    "rosUhgp5mIg=",
+  );
+  assert.equal(
+    text(completeMultipartBody([{ partNumber: 1, etag: "a", checksum: "x+/=" }])),
+    '<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' +
+      "<Part><PartNumber>1</PartNumber><ETag>a</ETag><ChecksumCRC64NVME>x+/=</ChecksumCRC64NVME></Part>" +
+      "</CompleteMultipartUpload>",
+  );
+  assert.deepEqual(headObject(loc, "k", { checksums: true }).headers, {
+    "x-amz-checksum-mode": "ENABLED",
+  });
+  assert.deepEqual(headObject(loc, "k").headers, {});
 });

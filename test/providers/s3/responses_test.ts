@@ -225,6 +225,21 @@ Deno.test("responses: HEAD headers and Content-Range", () => {
     metadata: { "end-offset": "1041", format: "iggy-0.9" },
   });
   assert.throws(() => parseHead("k", new Headers()), StoreError);
+  // With x-amz-checksum-mode: ENABLED (what MinIO answers): full-object unless composite.
+  const checked = (headers: Record<string, string>) =>
+    parseHead("k", new Headers({ "content-length": "1", ...headers })).checksums;
+  assert.deepEqual(
+    checked({ "x-amz-checksum-crc64nvme": "COIxExZ9Lt8=", "x-amz-checksum-type": "FULL_OBJECT" }),
+    [{ algorithm: "crc64nvme", value: "COIxExZ9Lt8=", type: "full" }],
+  );
+  assert.deepEqual(checked({ "x-amz-checksum-crc32c": "VtCd3Q==-2" }), [
+    { algorithm: "crc32c", value: "VtCd3Q==", type: "composite" },
+  ]);
+  assert.deepEqual(
+    checked({ "x-amz-checksum-crc32c": "VtCd3Q==", "x-amz-checksum-type": "COMPOSITE" }),
+    [{ algorithm: "crc32c", value: "VtCd3Q==", type: "composite" }],
+  );
+  assert.equal(checked({ "x-amz-checksum-sha256": "abc=" }), undefined, "one tierd cannot compute");
   assert.equal(totalFromContentRange("bytes 0-9/1000"), 1000);
   assert.equal(totalFromContentRange("bytes */1000"), 1000);
   assert.equal(totalFromContentRange("bytes 0-9/*"), undefined);

@@ -2,6 +2,7 @@
 // throttling, resets mid-body, short bodies, auth failures, clock skew, conflicts, timeouts —
 // and that no error ever carries the secret or the session token.
 import assert from "node:assert/strict";
+import { checksumOf } from "../../../providers/checksum.ts";
 import { createHash } from "node:crypto";
 import { S3Store, type S3StoreOptions } from "../../../providers/s3/store.ts";
 import type { FetchFn } from "../../../providers/http.ts";
@@ -18,6 +19,10 @@ import { FakeClock } from "../../_fake_clock.ts";
 const SECRET = "SeCrEt/Key+Value0123456789abcdefEXAMPLE";
 const TOKEN = "FwoGZXIvYXdzSESSIONTOKENexample0123456789";
 const NOW = new Date("2026-03-01T12:00:00Z");
+
+// Load the CRC-64/NVME hasher a put computes first: its WebAssembly compiles over real
+// macrotasks, which a FakeClock run with no timer pending would spend jumping to Infinity.
+await checksumOf("crc64nvme", new Uint8Array(0));
 
 function fakeS3(handler: FakeHandler, options: Partial<S3StoreOptions> = {}) {
   const { fetch, seen } = recordingFetch(handler);
@@ -256,10 +261,15 @@ Deno.test("s3 faults: what is sent — signed headers, bare bodies with Content-
   assert.equal(put.headers["x-amz-security-token"], TOKEN);
   assert.equal(put.headers["content-length"], "3");
   assert.equal(put.headers["x-amz-meta-end-offset"], "9");
+  // The body's CRC-64/NVME, for S3 to verify on ingest and keep.
+  assert.equal(
+    put.headers["x-amz-checksum-crc64nvme"],
+    (await checksumOf("crc64nvme", body)).value,
+  );
   assert.ok(put.body instanceof Uint8Array, "never a ReadableStream");
   assert.match(
     put.headers.authorization,
-    /SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-meta-end-offset;x-amz-security-token,/,
+    /SignedHeaders=host;x-amz-checksum-crc64nvme;x-amz-content-sha256;x-amz-date;x-amz-meta-end-offset;x-amz-security-token,/,
   );
 });
 

@@ -1,0 +1,97 @@
+// The checksums of the upload path, computed in-process: CRC-64/NVME (S3's full-object checksum,
+// the AWS default since 2025), CRC-32C (GCS) and MD5 (Azure's Content-MD5), over hash-wasm's
+// WebAssembly hashers. Values are spelled as the stores spell them: base64 of the big-endian
+// digest. CRC-64/NVME is CRC-64 with the NVMe polynomial 0xad93d23594c93659 (reflected
+// 0x9a6c9329ac4bc9b5), reflected in and out, initial value and final xor all ones.
+import { Buffer } from "node:buffer";
+import { createCRC32, createCRC64, createMD5, type IHasher } from "hash-wasm";
+import type { Checksum, ChecksumAlgorithm, StoredChecksum } from "./types.ts";
+
+/** The reflected CRC-64/NVME polynomial, as hash-wasm takes it. */
+const CRC64NVME_POLY = "9a6c9329ac4bc9b5";
+/** The reflected CRC-32C (Castagnoli) polynomial. */
+const CRC32C_POLY = 0x82f63b78;
+
+/** The algorithms tierd can compute, fastest first (the order a verifier prefers them in). */
+export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ["crc64nvme", "crc32c", "md5"];
+
+/** A streaming checksum over bytes fed in order. */
+export interface ChecksumHasher {
+  readonly algorithm: ChecksumAlgorithm;
+  update(bytes: Uint8Array): void;
+  /** The checksum of everything fed so far. Call once. */
+  digest(): Checksum;
+}
+
+function wasmHasher(algorithm: ChecksumAlgorithm): Promise<IHasher> {
+  switch (algorithm) {
+    case "crc64nvme":
+      return createCRC64(CRC64NVME_POLY);
+    case "crc32c":
+      return createCRC32(CRC32C_POLY);
+    case "md5":
+      return createMD5();
+  }
+}
+
+/**
+ * A fresh streaming hasher for `algorithm`.
+ * @example
+ * const h = await createChecksum("crc64nvme");
+ * h.update(part1); h.update(part2);
+ * h.digest(); // { algorithm: "crc64nvme", value: "COIxExZ9Lt8=" }
+ */
+export async function createChecksum(algorithm: ChecksumAlgorithm): Promise<ChecksumHasher> {
+  const h = await wasmHasher(algorithm);
+  h.init();
+  return {
+    algorithm,
+    update: (bytes) => void h.update(bytes),
+    digest: () => ({ algorithm, value: Buffer.from(h.digest("binary")).toString("base64") }),
+  };
+}
+
+/** One instance per algorithm for whole buffers: used synchronously, so calls never interleave. */
+const shared = new Map<ChecksumAlgorithm, Promise<IHasher>>();
+
+/** The checksum of `bytes` (one buffer, e.g. a request body). */
+export async function checksumOf(
+  algorithm: ChecksumAlgorithm,
+  bytes: Uint8Array,
+): Promise<Checksum> {
+  let pending = shared.get(algorithm);
+  if (!pending) shared.set(algorithm, pending = wasmHasher(algorithm));
+  const h = await pending;
+  h.init();
+  h.update(bytes);
+  return { algorithm, value: Buffer.from(h.digest("binary")).toString("base64") };
+}
+
+/** The digest of a checksum as lowercase hex (for messages and hex-speaking stores). */
+export function checksumHex(checksum: Checksum): string {
+  return Buffer.from(checksum.value, "base64").toString("hex");
+}
+
+/** A checksum from its hex digest. */
+export function checksumFromHex(algorithm: ChecksumAlgorithm, hex: string): Checksum {
+  return { algorithm, value: Buffer.from(hex, "hex").toString("base64") };
+}
+
+/** True when both are the same algorithm and digest. */
+export function sameChecksum(a: Checksum, b: Checksum): boolean {
+  return a.algorithm === b.algorithm && checksumHex(a) === checksumHex(b);
+}
+
+/**
+ * The stored checksum a verifier can compare with one it computes over the bytes: a full-object
+ * one of an algorithm tierd computes, the fastest there is; undefined when there is none.
+ */
+export function comparableChecksum(
+  stored: readonly StoredChecksum[] | undefined,
+): StoredChecksum | undefined {
+  for (const algorithm of CHECKSUM_ALGORITHMS) {
+    const found = stored?.find((c) => c.type === "full" && c.algorithm === algorithm);
+    if (found) return found;
+  }
+  return undefined;
+}
