@@ -147,6 +147,10 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
+    damaged: () =>
+      worker.partitions.flatMap((p) =>
+        (p.lastPass?.damaged ?? []).map((d) => ({ partition: p.label, ...d }))
+      ),
   });
   const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
   logger.info("http api listening", {

@@ -22,7 +22,7 @@ import { type PartitionSummary, summarizePartitions } from "../read/partitions.t
 import { readRecords } from "../read/read_records.ts";
 import { requireBearer } from "./auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
-import { renderStatusPage } from "./status_page.ts";
+import { type DamagedSegmentLine, renderStatusPage } from "./status_page.ts";
 
 /** Operations behind `POST /v1/admin/*`; each resolves with a JSON-serializable report. */
 export interface AdminOperations {
@@ -44,6 +44,8 @@ export interface AppOptions {
   admin?: AdminOperations;
   /** Where the store is, for the status page (never with credentials). */
   storeDescription?: string;
+  /** Damaged sealed segments the tier worker reports, for the status page. @default none */
+  damaged?: () => readonly DamagedSegmentLine[];
   /** Process start, ms since the epoch. @default when the app was created */
   startedAt?: number;
   /** @default read.logger */
@@ -207,6 +209,7 @@ export function createApp(o: AppOptions): Hono {
       store: o.storeDescription ?? `${o.read.store.kind} store`,
       uptimeSeconds: (clock.now() - startedAt) / 1000,
       ready: o.ready(),
+      damaged: o.damaged?.() ?? [],
     }));
   });
 

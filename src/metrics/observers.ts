@@ -19,6 +19,8 @@ export function tierObserver(m: TierdMetrics): TierObserver {
     markerQuarantined: () => m.markersQuarantined.inc(),
     journalTornTail: () => m.journalTornTails.inc(),
     stalled: (v) => m.uploadStalled.set(undefined, v),
+    segmentsDamaged: (id, n) =>
+      m.segmentsDamaged.set({ stream: id.stream, topic: id.topic, partition: id.partition }, n),
   };
 }
 

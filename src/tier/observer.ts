@@ -1,4 +1,5 @@
 // What the tier worker reports as it works, for metrics and tests. Every hook is optional.
+import type { PartitionId } from "../layout/partition.ts";
 
 /** Hooks the tier worker calls; the metrics layer implements them. */
 export interface TierObserver {
@@ -14,6 +15,11 @@ export interface TierObserver {
   stateDamaged?(partition: string, reason: string): void;
   /** A partition's local state was rebuilt from the bucket (`segments` copies recorded). */
   stateRebuilt?(partition: string, segments: number): void;
+  /**
+   * After each pass of a partition: how many of its sealed segments are damaged (never copied,
+   * never evicted) — 0 once repaired, or when the partition goes.
+   */
+  segmentsDamaged?(partition: PartitionId, count: number): void;
   /** Copies the journal or a marker says exist were not found in the store. */
   remoteObjectsMissing?(count: number): void;
 }
