@@ -1,4 +1,6 @@
-// Opens the object store the config names, with the key prefix that goes with it.
+// Opens the object store the config names, with the key prefix that goes with it. Stores that
+// speak HTTP send through a fetch with response deadlines (`fetch_timeout` for the first byte
+// and for each stall of a body), so a store that stops answering frees its callers in time.
 import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
 import { tokenSourceFromConfig } from "../providers/gcs/credentials.ts";
@@ -6,6 +8,8 @@ import { GcsStore } from "../providers/gcs/store.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
+import { deadlineFetch } from "../providers/deadline_fetch.ts";
+import type { FetchFn } from "../providers/http.ts";
 import type { Config } from "./config/schema.ts";
 
 /** The configured store and the prefix of every key tierd writes to it. */
@@ -24,6 +28,7 @@ export class BackendUnavailableError extends Error {
 /** Opens the store of `config.tiered_storage.backend` (loading GCS credentials if needed). */
 export async function openStore(config: Config): Promise<OpenedStore> {
   const ts = config.tiered_storage;
+  const fetch = storeFetch(ts.fetch_timeout);
   switch (ts.backend) {
     case "fs":
       return {
@@ -46,6 +51,7 @@ export async function openStore(config: Config): Promise<OpenedStore> {
         },
         urlStyle: s3.url_style,
         conditionalComplete: s3.conditional_writes ? "header" : "head",
+        fetch,
       });
       return {
         store,
@@ -59,6 +65,7 @@ export async function openStore(config: Config): Promise<OpenedStore> {
         bucket: gcs.bucket,
         endpoint: gcs.endpoint === "" ? undefined : gcs.endpoint,
         tokens: await tokenSourceFromConfig(gcs),
+        fetch,
       });
       const where = gcs.endpoint === "" ? "Google Cloud Storage" : gcs.endpoint;
       return { store, prefix: gcs.prefix, describe: `gcs ${where} bucket '${gcs.bucket}'` };
@@ -71,6 +78,7 @@ export async function openStore(config: Config): Promise<OpenedStore> {
         endpoint: az.endpoint === "" ? undefined : az.endpoint,
         sharedKey: az.shared_key === "" ? undefined : az.shared_key,
         sasToken: az.sas_token === "" ? undefined : az.sas_token,
+        fetch,
       });
       return {
         store,
@@ -83,4 +91,15 @@ export async function openStore(config: Config): Promise<OpenedStore> {
         `backend "${ts.backend}" is not available in this build of tierd`,
       );
   }
+}
+
+/**
+ * The fetch the HTTP stores send with: an answer must start, and its body keep flowing, within
+ * `timeoutMs` (`fetch_timeout`, below 10 s) — far longer than a healthy store is ever silent.
+ */
+export function storeFetch(timeoutMs: number): FetchFn {
+  return deadlineFetch((input, init) => globalThis.fetch(input, init), {
+    firstByteMs: timeoutMs,
+    stallMs: timeoutMs,
+  });
 }

@@ -676,15 +676,23 @@ export class ChunkCache implements RangeReader {
     }
   }
 
-  /** One ranged GET of a whole chunk, paid for in bandwidth first, retried on transient errors. */
+  /**
+   * One ranged GET of a whole chunk, paid for in bandwidth first, retried on transient errors
+   * only within `fetchTimeout` of its start: past that no read waits for it any more, so a store
+   * that stopped answering frees the flight (and its slot) when its first attempt fails — the
+   * transport bounds that by `fetch_timeout` for the first byte and for each stall of the body
+   * (`providers/deadline_fetch.ts`) — and the next read starts a fresh fetch.
+   */
   async #fetchChunk(chunk: ChunkRef, signal: AbortSignal): Promise<Uint8Array> {
     const length = chunk.end - chunk.start;
     await this.#bucket.take(length, signal);
-    const deadline = Deadline.after(this.#chunkDeadline, undefined, { clock: this.#clock });
+    const clock = this.#clock;
+    const deadline = Deadline.after(this.#chunkDeadline, undefined, { clock });
+    const retryBefore = Deadline.after(this.#fetchTimeout, undefined, { clock });
     try {
       return await withRetry(
         (attempt) => this.#get(chunk.src, chunk.start, length, AbortSignal.any([attempt, signal])),
-        { deadline, maxAttempts: this.#chunkAttempts },
+        { deadline, retryBefore, maxAttempts: this.#chunkAttempts },
       );
     } finally {
       deadline.dispose();
