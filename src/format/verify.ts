@@ -176,7 +176,9 @@ function indexCheck(
   logPath: string,
   ctx: { startOffset: bigint; logSize: number },
 ): IndexCheck {
-  const parse = { file: indexPath, ...ctx };
+  // The index's own structure first (sorted, whole entries), but not against the log's size: a
+  // cut log is named by the walk, at the cut, rather than by the entries past it.
+  const parse = { file: indexPath, startOffset: ctx.startOffset, logSize: Number.MAX_SAFE_INTEGER };
   if (codec.name === "iggy-0.8") {
     // Dense: entry i describes message i (its END position and timestamp).
     const count = scanIndex08(index, parse);
