@@ -134,6 +134,11 @@ export interface RetryOptions extends BackoffOptions {
   onThrottle?: (err: StoreError) => void;
   /** Attempts in all, the first included. @default 10 */
   maxAttempts?: number;
+  /**
+   * No retry starts once this passes; unlike `deadline`, it never cuts an attempt short (an
+   * answer still arriving may take longer). @default only `deadline`
+   */
+  retryBefore?: Deadline;
 }
 
 /**
@@ -154,7 +159,7 @@ export async function withRetry<T>(
   op: (signal: AbortSignal) => Promise<T>,
   options: RetryOptions,
 ): Promise<T> {
-  const { deadline, maxAttempts = 10, maxMs = 10_000, onRetry, onThrottle } = options;
+  const { deadline, maxAttempts = 10, maxMs = 10_000, onRetry, onThrottle, retryBefore } = options;
   let baseMs = options.baseMs ?? 100;
   // A child with the same deadline, so the timer behind the signal ends with this call.
   using scope = deadline.child(Infinity);
@@ -164,12 +169,13 @@ export async function withRetry<T>(
       return await op(signal);
     } catch (err) {
       if (!isRetryable(err) || attempt >= maxAttempts || scope.expired()) throw err;
+      if (retryBefore?.expired()) throw err;
       if (err instanceof StoreError && err.kind === "Throttled") {
         baseMs = Math.min(baseMs * 2, maxMs);
         onThrottle?.(err);
       }
       const delayMs = backoffDelay(attempt - 1, { baseMs, maxMs, rng: options.rng });
-      if (delayMs >= scope.remaining()) throw err;
+      if (delayMs >= Math.min(scope.remaining(), retryBefore?.remaining() ?? Infinity)) throw err;
       onRetry?.(err, attempt, delayMs);
       await sleep(delayMs, signal, deadline.clock);
     }

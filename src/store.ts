@@ -1,6 +1,8 @@
 // Opens the object store the config names, with the key prefix that goes with it and its
 // credentials (store_credentials.ts): what `tierd probe` reports about them and the secrets they
-// hold, for the logger to scrub.
+// hold, for the logger to scrub. Stores that speak HTTP send through a fetch with response
+// deadlines (`fetch_timeout` for the first byte and for each stall of a body), so a store that
+// stops answering frees its callers in time.
 import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
 import { GcsStore } from "../providers/gcs/store.ts";
@@ -8,6 +10,8 @@ import type { CredentialReport } from "../providers/credentials/types.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
+import { deadlineFetch } from "../providers/deadline_fetch.ts";
+import type { FetchFn } from "../providers/http.ts";
 import type { Config } from "./config/schema.ts";
 import {
   azureCredentials,
@@ -42,6 +46,7 @@ export class BackendUnavailableError extends Error {
 export async function openStore(config: Config, deps: CredentialDeps = {}): Promise<OpenedStore> {
   const none = () => [];
   const ts = config.tiered_storage;
+  const fetch = storeFetch(ts.fetch_timeout, deps.fetch);
   switch (ts.backend) {
     case "fs":
       return {
@@ -67,7 +72,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         credentials,
         urlStyle: s3.url_style,
         conditionalComplete: s3.conditional_writes ? "header" : "head",
-        fetch: deps.fetch,
+        fetch,
         clock: deps.clock,
       });
       const supplier = credentials === "none" ? undefined : credentials;
@@ -89,7 +94,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         bucket: gcs.bucket,
         endpoint: gcs.endpoint === "" ? undefined : gcs.endpoint,
         tokens,
-        fetch: deps.fetch,
+        fetch,
       });
       const where = gcs.endpoint === "" ? "Google Cloud Storage" : gcs.endpoint;
       return {
@@ -115,7 +120,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         sharedKey: auth.kind === "shared-key" ? auth.sharedKey : undefined,
         sasToken: auth.kind === "sas" ? auth.sasToken : undefined,
         tokens: auth.kind === "bearer" ? auth.tokens : undefined,
-        fetch: deps.fetch,
+        fetch,
         clock: deps.clock,
       });
       const fixed = auth.kind === "bearer" ? undefined : auth.kind === "sas" ? "sas" : "shared_key";
@@ -139,4 +144,16 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         `backend "${ts.backend}" is not available in this build of tierd`,
       );
   }
+}
+
+/**
+ * The fetch the HTTP stores send with: an answer must start, and its body keep flowing, within
+ * `timeoutMs` (`fetch_timeout`, below 10 s) — far longer than a healthy store is ever silent.
+ * @param base the transport underneath @default globalThis.fetch
+ */
+export function storeFetch(timeoutMs: number, base?: FetchFn): FetchFn {
+  return deadlineFetch(base ?? ((input, init) => globalThis.fetch(input, init)), {
+    firstByteMs: timeoutMs,
+    stallMs: timeoutMs,
+  });
 }

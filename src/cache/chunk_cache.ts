@@ -333,6 +333,41 @@ export class ChunkCache implements RangeReader {
     }
   }
 
+  /**
+   * Forgets bytes `[start, start + length)` of `src` that failed a record checksum in the read
+   * path: the chunk files covering them are evicted (reason `corrupt`), and a cold read's
+   * first-fetch bytes for them are no longer handed out, so the next read is answered by
+   * another GET. A chunk fetch already in flight is another GET, and stays.
+   *
+   * Block checksums only prove a chunk file is what was written; a transfer corrupted before
+   * it was written passes them, on every read and after a restart, until this drops it.
+   *
+   * @param src the remote object
+   * @param start first byte of the bad range
+   * @param length bytes in the bad range
+   */
+  async invalidate(src: ChunkSource, start: number, length: number): Promise<void> {
+    let bounds: number[];
+    try {
+      bounds = await this.#boundsOf(src);
+    } catch {
+      return; // no geometry, so nothing of this object can be cached
+    }
+    const span = chunksCovering(bounds, start, Math.max(1, length));
+    const gone: string[] = [];
+    for (let k = span.first; k < span.end; k++) {
+      const chunk = this.#chunkRef(src, bounds, k);
+      const flight = this.#flights.get(chunk.name);
+      if (flight) flight.preview = undefined;
+      const entry = this.#policy.remove(chunk.name);
+      if (!entry) continue;
+      this.#evict([{ name: chunk.name, bytes: entry.bytes, reason: "corrupt" }]);
+      gone.push(chunk.name);
+    }
+    // The files are gone before the read asks again, so no restart can bring them back.
+    await Promise.all(gone.map((name) => this.#unlinks.get(name)));
+  }
+
   /** Counters and gauges now. */
   stats(): CacheStatsSnapshot {
     const usage = this.#policy.usage();
@@ -641,15 +676,23 @@ export class ChunkCache implements RangeReader {
     }
   }
 
-  /** One ranged GET of a whole chunk, paid for in bandwidth first, retried on transient errors. */
+  /**
+   * One ranged GET of a whole chunk, paid for in bandwidth first, retried on transient errors
+   * only within `fetchTimeout` of its start: past that no read waits for it any more, so a store
+   * that stopped answering frees the flight (and its slot) when its first attempt fails — the
+   * transport bounds that by `fetch_timeout` for the first byte and for each stall of the body
+   * (`providers/deadline_fetch.ts`) — and the next read starts a fresh fetch.
+   */
   async #fetchChunk(chunk: ChunkRef, signal: AbortSignal): Promise<Uint8Array> {
     const length = chunk.end - chunk.start;
     await this.#bucket.take(length, signal);
-    const deadline = Deadline.after(this.#chunkDeadline, undefined, { clock: this.#clock });
+    const clock = this.#clock;
+    const deadline = Deadline.after(this.#chunkDeadline, undefined, { clock });
+    const retryBefore = Deadline.after(this.#fetchTimeout, undefined, { clock });
     try {
       return await withRetry(
         (attempt) => this.#get(chunk.src, chunk.start, length, AbortSignal.any([attempt, signal])),
-        { deadline, maxAttempts: this.#chunkAttempts },
+        { deadline, retryBefore, maxAttempts: this.#chunkAttempts },
       );
     } finally {
       deadline.dispose();

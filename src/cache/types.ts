@@ -35,6 +35,12 @@ export interface RangeReader {
     length: number,
     options?: RangeReadOptions,
   ): Promise<Uint8Array>;
+  /**
+   * Drops whatever is kept of bytes [start, start + length) of `src`, so the next read of them
+   * is a fresh GET: the read path found them failing a record checksum. Readers that keep no
+   * bytes need not implement it.
+   */
+  invalidate?(src: ChunkSource, start: number, length: number): Promise<void>;
 }
 
 /**

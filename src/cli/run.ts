@@ -239,6 +239,10 @@ async function runAgent(
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
     evictionBlocks: () => worker.evictionBlocks(),
+    damaged: () =>
+      worker.partitions.flatMap((p) =>
+        (p.lastPass?.damaged ?? []).map((d) => ({ partition: p.label, ...d }))
+      ),
     scrub: ctx.scrub,
   });
   const server = await serve(app, {

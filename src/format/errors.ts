@@ -13,6 +13,8 @@ export type FormatErrorCode =
   | "index_past_eof"
   /** Index offsets or positions are not strictly increasing. */
   | "index_unsorted"
+  /** An index entry does not describe the record it points at (position, offset, timestamp). */
+  | "index_mismatch"
   /** A record starts before the end of the `.log` but runs past it. */
   | "straddles_eof"
   /** A length field is impossible (too small, too large, or the parts do not add up). */

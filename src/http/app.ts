@@ -22,7 +22,7 @@ import { type PartitionSummary, summarizePartitions } from "../read/partitions.t
 import { readRecords } from "../read/read_records.ts";
 import { requireBearer } from "./auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
-import { renderStatusPage } from "./status_page.ts";
+import { type DamagedSegmentLine, renderStatusPage } from "./status_page.ts";
 import { ContinuityReaders } from "../read/continuity.ts";
 
 /** Operations behind `POST /v1/admin/*`; each resolves with a JSON-serializable report. */
@@ -47,6 +47,8 @@ export interface AppOptions {
   storeDescription?: string;
   /** Why each partition's eviction waits, by `"{s}/{t}/{p}"` (the worker's), for the page. */
   evictionBlocks?: () => ReadonlyMap<string, { text: string }>;
+  /** Damaged sealed segments the tier worker reports, for the status page. @default none */
+  damaged?: () => readonly DamagedSegmentLine[];
   /** Process start, ms since the epoch. @default when the app was created */
   startedAt?: number;
   /** @default read.logger */
@@ -271,6 +273,7 @@ export function createApp(o: AppOptions): Hono {
         partition,
         text: b.text,
       })),
+      damaged: o.damaged?.() ?? [],
     }));
   });
 

@@ -5,6 +5,18 @@ import { incarnationHex } from "../layout/partition.ts";
 import type { PartitionSummary } from "../read/partitions.ts";
 import { VERSION } from "../version.ts";
 
+/** A sealed segment the tier worker found damaged (not copied, not evicted). */
+export interface DamagedSegmentLine {
+  /** `"{s}/{t}/{p}"`. */
+  partition: string;
+  /** The segment's start offset. */
+  segment: bigint;
+  /** `"<file> @ byte <position>: <what is wrong>"`. */
+  reason: string;
+  /** When it was first found, ms since the epoch. */
+  since: number;
+}
+
 /** What the page shows besides the partitions. */
 export interface StatusInfo {
   store: string;
@@ -12,6 +24,8 @@ export interface StatusInfo {
   ready: boolean;
   /** Partitions whose eviction waits: `"{s}/{t}/{p}"` and the reason in one line. */
   evictionBlocked?: readonly { partition: string; text: string }[];
+  /** Damaged sealed segments, from the worker's last pass of each partition. @default none */
+  damaged?: readonly DamagedSegmentLine[];
 }
 
 function escapeHtml(text: string): string {
@@ -104,8 +118,24 @@ ${
           `<li class="bad">${escapeHtml(b.partition)}: ${escapeHtml(b.text)}</li>`
         ).join("\n")
       }\n</ul>\n`
-  }<p><a href="/metrics">metrics</a> · <a href="/v1/partitions">partitions (JSON)</a></p>
+  }${damagedSection(info.damaged ?? [])}
+<p><a href="/metrics">metrics</a> · <a href="/v1/partitions">partitions (JSON)</a></p>
 </body>
 </html>
 `;
+}
+
+/** The damaged segments, or nothing when there are none. */
+function damagedSection(damaged: readonly DamagedSegmentLine[]): string {
+  if (damaged.length === 0) return "";
+  const rows = damaged.map((d) =>
+    `<li><strong>${escapeHtml(d.partition)} segment ${escapeHtml(d.segment.toString())}</strong>` +
+    ` (since ${escapeHtml(new Date(d.since).toISOString())}): ${escapeHtml(d.reason)}</li>`
+  );
+  return `<h2 class="bad">Damaged segments</h2>
+<p>These sealed segments failed verification: they are not copied or evicted, and the segments
+after them wait, until the file is repaired or replaced.</p>
+<ul>
+${rows.join("\n")}
+</ul>`;
 }

@@ -39,6 +39,8 @@ export function tierObserver(m: TierdMetrics): TierObserver {
         m.evictionBlocked.set({ stream, topic, partition, reason: b.reason }, 1);
       }
     },
+    segmentsDamaged: (id, n) =>
+      m.segmentsDamaged.set({ stream: id.stream, topic: id.topic, partition: id.partition }, n),
   };
 }
 

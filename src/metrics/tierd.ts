@@ -66,6 +66,11 @@ export interface TierdMetrics {
   stateRebuilds: Counter;
   /** `tierd_markers_quarantined_total`: `.remote` markers moved aside as untrustworthy. */
   markersQuarantined: Counter;
+  /**
+   * `tierd_segments_damaged{stream,topic,partition}`: sealed segments whose records or index
+   * failed verification before their copy (never copied or evicted until repaired).
+   */
+  segmentsDamaged: Gauge<PartitionLabels>;
   /** `tierd_journal_torn_tails_total`: journals whose torn tail was truncated at boot. */
   journalTornTails: Counter;
   /** `tierd_reads_total{source,outcome}`: record reads served (or refused) by the read path. */
@@ -200,6 +205,11 @@ export function createTierdMetrics(
     markersQuarantined: registry.counter(
       "tierd_markers_quarantined_total",
       "Remote markers moved aside because they failed their checksum or incarnation.",
+    ),
+    segmentsDamaged: registry.gauge(
+      "tierd_segments_damaged",
+      "Sealed segments that failed verification before their copy (not copied, not evicted).",
+      part,
     ),
     journalTornTails: registry.counter(
       "tierd_journal_torn_tails_total",

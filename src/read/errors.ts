@@ -107,8 +107,14 @@ export class SegmentCorrupt extends ReadError {
   /**
    * @param where whether the bytes came from the store or a local file
    * @param file the object key or file path
+   * @param segment start offset of the segment, when known
    */
-  constructor(readonly where: "remote" | "local", readonly file: string, cause: Error) {
+  constructor(
+    readonly where: "remote" | "local",
+    readonly file: string,
+    cause: Error,
+    readonly segment?: bigint,
+  ) {
     super(
       where === "remote" ? "remote_data_corrupt" : "local_data_corrupt",
       `${where === "remote" ? "object" : "file"} ${file}: ${cause.message}`,

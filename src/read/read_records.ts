@@ -1,7 +1,10 @@
 // The read path (docs/architecture.md, "The read path"): finds the segment holding a start offset
 // or timestamp, uses its index to find the record, and walks whole records across segment
-// boundaries — remote into local — until `maxBytes`. Local bytes are preferred; bytes from the
-// store are always checksum-verified.
+// boundaries — remote into local — until `maxBytes`. Local bytes are preferred. Record checksums
+// are verified for bytes from the store and for sealed local segments (the active segment's
+// tail may be mid-write: only its structure is checked). Bytes from the store that fail are
+// dropped from the cache and fetched once more before the read fails; a sealed local segment
+// that fails is read from its verified copy, when there is one.
 //
 // Semantics a client relies on:
 // - An offset inside an Iggy 0.9 batch returns that whole batch: `firstOffset` is the batch's
@@ -115,17 +118,42 @@ export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<R
   await initHashes();
   const deadline = deadlineIn(ctx.fetchTimeoutMs, ctx.clock);
   let result: ReadResult;
+  let replanned = false;
+  let refetched = false;
+  /** Sealed local segments whose bytes failed validation: read from their copies instead. */
+  const avoidLocal = new Set<bigint>();
   try {
-    for (let attempt = 0;; attempt++) {
+    for (;;) {
       const catalog = await loadCatalog(ctx, req.partition);
       try {
-        result = await new RecordWalk(ctx, catalog, req, deadline).run();
+        result = await new RecordWalk(ctx, catalog, req, deadline, avoidLocal).run();
         break;
       } catch (err) {
         // Retention may have deleted the segment after the catalog was built: plan again.
         if (
-          attempt === 0 && err instanceof RemoteObjectMissing && await retired(ctx, catalog, err)
+          !replanned && err instanceof RemoteObjectMissing && await retired(ctx, catalog, err)
         ) {
+          replanned = true;
+          continue;
+        }
+        if (err instanceof SegmentCorrupt && err.where === "remote" && !refetched) {
+          // One corrupted transfer must not fail the read, nor stay cached: the bad bytes were
+          // dropped from the cache; a second failure, from a fresh GET, is the answer.
+          refetched = true;
+          ctx.logger.warn("bytes from the store failed validation; fetching them again", {
+            key: err.file,
+            segment: err.segment,
+            err,
+          });
+          continue;
+        }
+        if (err instanceof SegmentCorrupt && err.where === "local" && hasCopy(catalog, err)) {
+          avoidLocal.add(err.segment!);
+          ctx.logger.error("local segment failed validation; reading its verified copy", {
+            file: err.file,
+            segment: err.segment,
+            err,
+          });
           continue;
         }
         throw err;
@@ -151,6 +179,12 @@ async function retired(ctx: ReadContext, catalog: Catalog, err: RemoteObjectMiss
   return getSegment(now, now.generation, err.segment)?.state !== "COPY_SEGMENT_FINISHED";
 }
 
+/** True when the segment whose local bytes failed has a verified copy not yet tried. */
+function hasCopy(catalog: Catalog, err: SegmentCorrupt): boolean {
+  const e = catalog.entries.find((e) => e.kind === "segment" && e.start === err.segment);
+  return e?.kind === "segment" && e.remote !== undefined && e.local?.logPath === err.file;
+}
+
 function countFailure(ctx: ReadContext, err: unknown): void {
   const outcome = err instanceof ReadError ? err.code : "error";
   ctx.metrics?.reads.inc({ source: "none", outcome });
@@ -171,6 +205,7 @@ class RecordWalk {
   readonly #catalog: Catalog;
   readonly #req: ReadRequest;
   readonly #deadline: ReadDeadline;
+  readonly #avoidLocal: ReadonlySet<bigint>;
   #codec!: SegmentCodec;
   /** The offset the answer must start at (moved past a gap the read started in). */
   #target: bigint;
@@ -184,11 +219,19 @@ class RecordWalk {
   /** The offset after the last segment scanned without a start, for "past the end" answers. */
   #scannedTo?: bigint;
 
-  constructor(ctx: ReadContext, catalog: Catalog, req: ReadRequest, deadline: ReadDeadline) {
+  /** @param avoidLocal segments to read from their copies even while local files exist */
+  constructor(
+    ctx: ReadContext,
+    catalog: Catalog,
+    req: ReadRequest,
+    deadline: ReadDeadline,
+    avoidLocal: ReadonlySet<bigint> = new Set(),
+  ) {
     this.#ctx = ctx;
     this.#catalog = catalog;
     this.#req = req;
     this.#deadline = deadline;
+    this.#avoidLocal = avoidLocal;
     this.#target = req.offset ?? 0n;
   }
 
@@ -300,9 +343,9 @@ class RecordWalk {
     }
   }
 
-  /** Local bytes when the file is still there, else the remote copy. */
+  /** Local bytes when the file is still there (and trusted), else the remote copy. */
   async #open(e: CatalogSegment): Promise<SegmentLog | undefined> {
-    if (e.local) {
+    if (e.local && !this.#avoidLocal.has(e.start)) {
       const log = await openLocalLog(e.local.logPath);
       if (log) return log;
       this.#ctx.logger.debug("local segment vanished during a read", {
@@ -375,7 +418,7 @@ class RecordWalk {
     if (from === undefined) this.#scannedTo = expected; // nothing here: the next offset, so far
     else {
       const bytes = await window.read(from, pos - from);
-      this.#validate(bytes, e, log, from, firstHere);
+      await this.#validate(bytes, e, log, window, from, firstHere);
       this.#parts.push(bytes);
       this.#sources.add(log.where);
     }
@@ -523,25 +566,49 @@ class RecordWalk {
       }
       return info;
     } catch (err) {
-      if (err instanceof FormatError) throw new SegmentCorrupt(log.where, log.name, err);
+      if (err instanceof FormatError) throw await this.#corrupt(e, log, window, err);
       throw err;
     }
   }
 
-  /** Validates the taken bytes; checksums are always verified for bytes from the store. */
-  #validate(bytes: Uint8Array, e: CatalogSegment, log: SegmentLog, from: number, first: bigint) {
+  /**
+   * Validates the taken bytes. Record checksums are verified for bytes from the store and for a
+   * sealed local segment; the active segment may be mid-write, so only its structure is.
+   */
+  async #validate(
+    bytes: Uint8Array,
+    e: CatalogSegment,
+    log: SegmentLog,
+    window: ReadWindow,
+    from: number,
+    first: bigint,
+  ): Promise<void> {
     try {
       const walk = this.#codec.walk(bytes, {
         file: log.name,
         startOffset: e.start,
         expectedOffset: first,
         filePosition: from,
-        verify: log.where === "remote",
+        verify: log.where === "remote" || e.local?.sealed === true,
       });
       for (const _ of walk) { /* each record is validated as it is yielded */ }
     } catch (err) {
-      if (err instanceof FormatError) throw new SegmentCorrupt(log.where, log.name, err);
+      if (err instanceof FormatError) throw await this.#corrupt(e, log, window, err);
       throw err;
     }
+  }
+
+  /** A validation failure as a read error; bytes from the store are dropped from the cache. */
+  async #corrupt(
+    e: CatalogSegment,
+    log: SegmentLog,
+    window: ReadWindow,
+    err: FormatError,
+  ): Promise<SegmentCorrupt> {
+    if (log.where === "remote") {
+      const { position, length } = window.held;
+      await log.invalidate(position, length);
+    }
+    return new SegmentCorrupt(log.where, log.name, err, e.start);
   }
 }

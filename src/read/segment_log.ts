@@ -16,6 +16,11 @@ export interface SegmentLog {
   readonly size: number;
   /** Up to `length` bytes at `position`, fewer only at `size`. */
   read(position: number, length: number): Promise<Uint8Array>;
+  /**
+   * Forgets any copy kept of bytes `[position, position + length)` (the chunk cache's), so the
+   * next read of them asks the store again: they failed validation. Local files keep none.
+   */
+  invalidate(position: number, length: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,7 @@ export async function openLocalLog(path: string): Promise<SegmentLog | undefined
     size,
     read: (position, length) =>
       readAt(fh, position, Math.max(0, Math.min(length, size - position))),
+    invalidate: () => Promise.resolve(),
     close: () => fh.close(),
   };
 }
@@ -72,6 +78,9 @@ export function remoteLog(
         throw readFailure(err, source.key, segment);
       }
     },
+    invalidate: async (position, length) => {
+      await ctx.reader.invalidate?.(source, position, length);
+    },
     close: () => Promise.resolve(),
   };
 }
@@ -99,6 +108,11 @@ export class ReadWindow {
     }
     await this.#fill(position, Math.max(want, this.minFetch));
     return this.#bytes.subarray(0, want);
+  }
+
+  /** The range of the log the window holds now. */
+  get held(): { position: number; length: number } {
+    return { position: this.#start, length: this.#bytes.length };
   }
 
   /** Makes the window hold [position, position + length) (clamped to the log), fetching if needed. */

@@ -5,6 +5,7 @@ import type { ObjectHead, ObjectStore, PutResult, UserMetadata } from "../../pro
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import { uploadFile } from "../../providers/upload.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
+import { verifySegment } from "../format/verify.ts";
 import type { FormatName } from "../format/types.ts";
 import { createXxh128Stream, hex128, xxh3_128 } from "../hash.ts";
 import {
@@ -15,7 +16,6 @@ import {
 } from "../layout/object_metadata.ts";
 import { factsFromBounds } from "../layout/segment_facts.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
-import { hashFile } from "./file_hash.ts";
 
 /** The remote copy does not match the local segment (a stale or foreign object under the key). */
 export class CopyMismatchError extends Error {
@@ -53,16 +53,34 @@ export interface SegmentSource {
 }
 
 /**
- * Reads a sealed segment's bounds and hashes its `.log`: what its copy will be checked against.
- * @throws the format's error for a segment it cannot read; ENOENT once the broker removed it
+ * Reads a sealed segment's `.log` whole — every record verified (checksums, frames, contiguous
+ * offsets), every `.index` entry checked against its record, the same bytes hashed — then its
+ * bounds as the broker derives them: what its copy will be checked against. A segment that
+ * fails is never copied.
+ * @throws {FormatError} for a damaged segment, naming the file and the byte position
+ * @throws {SegmentChangedError} when the `.log` changed between the two reads
+ * @throws ENOENT once the broker removed it
  */
 export async function segmentSource(
   seg: SegmentFiles,
   format: FormatName,
   keys: { log: string; index: string },
 ): Promise<SegmentSource> {
+  // The whole walk first: it names the first problem in file order, exactly where it is.
+  const hasher = await createXxh128Stream();
+  const verified = await verifySegment(seg.logPath, seg.indexPath, format, seg.start, {
+    onBytes: hasher.update,
+  });
   const bounds = await readSegmentBounds(seg.logPath, seg.indexPath, format, seg.start);
-  const checksum = await hashFile(seg.logPath, bounds.size);
+  if (verified.size !== bounds.size || verified.endOffset !== bounds.endOffset) {
+    // Both reads validated the same structure: only bytes changing in between explain this.
+    throw new SegmentChangedError(
+      seg.logPath,
+      `${verified.size} bytes up to offset ${verified.endOffset} when verified, then ` +
+        `${bounds.size} bytes up to offset ${bounds.endOffset}`,
+    );
+  }
+  const checksum = hasher.digest();
   return {
     logPath: seg.logPath,
     indexPath: seg.indexPath,

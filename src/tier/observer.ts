@@ -16,6 +16,11 @@ export interface TierObserver {
   stateDamaged?(partition: string, reason: string): void;
   /** A partition's local state was rebuilt from the bucket (`segments` copies recorded). */
   stateRebuilt?(partition: string, segments: number): void;
+  /**
+   * After each pass of a partition: how many of its sealed segments are damaged (never copied,
+   * never evicted) — 0 once repaired, or when the partition goes.
+   */
+  segmentsDamaged?(partition: PartitionId, count: number): void;
   /** Copies the journal or a marker says exist were not found in the store. */
   remoteObjectsMissing?(count: number): void;
   /**

@@ -20,6 +20,7 @@ import { type ChainGap, type CopyOutcome, copyPhase } from "./phases/copy.ts";
 import { evictPhase } from "./phases/evict.ts";
 import { advanceFloor, detectPurge, recordLosses } from "./phases/floor.ts";
 import { type DeleteBudget, retentionPhase } from "./phases/retention.ts";
+import { type DamagedSegment, SegmentDamage } from "./segment_damage.ts";
 
 /** Compact the journal once it grows past this many bytes. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -43,6 +44,11 @@ export interface PartitionPassReport extends Problems {
   gaps: ChainGap[];
   /** Why eviction waits after this pass, if it does. */
   evictionBlocked?: EvictionBlock;
+  /**
+   * Sealed segments found damaged and not copied (the floor stops before the first), until
+   * their files change or go.
+   */
+  damaged: DamagedSegment[];
 }
 
 /** What opening a partition found: boot reconciliation, and damage or a torn tail before it. */
@@ -73,6 +79,7 @@ export class PartitionTier {
   readonly #reportedGaps = new Set<string>();
   /** When each remote copy was first found deletable (the retention phase's delete_grace). */
   readonly #deletableSince = new Map<string, number>();
+  readonly #damage = new SegmentDamage();
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -189,7 +196,13 @@ export class PartitionTier {
     const format = await this.#formatOf(segments);
     await detectPurge(ctx, ledger, segments);
     const lost = await recordLosses(ctx, ledger, segments);
-    const copyInput = { segments, format, reportedGaps: this.#reportedGaps };
+    this.#damage.keepOnly(new Set(segments.map((s) => s.start)));
+    const copyInput = {
+      segments,
+      format,
+      reportedGaps: this.#reportedGaps,
+      damage: this.#damage,
+    };
     const copied = [await copyPhase(ctx, ledger, copyInput)];
     const cleanup = await cleanupPhase(ctx, ledger, { segments, format });
     if (cleanup.cleaned + cleanup.adopted > 0) copied.push(await copyPhase(ctx, ledger, copyInput));
@@ -227,9 +240,11 @@ export class PartitionTier {
       floor: ledger.state.floor,
       gaps: uniqueGaps(copied.flatMap((c) => c.gaps)),
       ...(this.#gate.block ? { evictionBlocked: this.#gate.block } : {}),
-      errors: phases.flatMap((p) => p.errors),
+      damaged: this.#damage.list(),
+      errors: [...new Set(phases.flatMap((p) => p.errors))],
       storeUnreachable: phases.some((p) => p.storeUnreachable),
     };
+    ctx.observer.segmentsDamaged?.(this.id, report.damaged.length);
     if (ledger.journalSize > COMPACT_BYTES) await this.compact();
     this.#lastPass = report;
     return report;
@@ -282,6 +297,7 @@ export function emptyPassReport(partition: string, floor: bigint): PartitionPass
     pressured: false,
     floor,
     gaps: [],
+    damaged: [],
     errors: [],
     storeUnreachable: false,
   };

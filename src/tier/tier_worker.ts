@@ -373,6 +373,7 @@ export class TierWorker {
     for (const [dir, p] of this.#partitions) {
       if (!seen.has(dir)) {
         this.#logger.info("partition directory gone; its work stops", { partition: p.label });
+        this.#shared.observer.segmentsDamaged?.(p.id, 0);
         await p.close();
         this.#partitions.delete(dir);
       }

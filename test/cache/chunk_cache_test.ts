@@ -3,11 +3,14 @@
 import assert from "node:assert/strict";
 import { mkdir, open, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { decorateStore } from "../../providers/decorate.ts";
 import { SimStore } from "../../providers/sim/store.ts";
+import { ChunkCache } from "../../src/cache/chunk_cache.ts";
 import { chunkFileSize } from "../../src/cache/chunk_format.ts";
 import { CacheTimeoutError } from "../../src/cache/types.ts";
 import { FakeClock } from "../_fake_clock.ts";
 import { tempDir } from "../_util.ts";
+import { corruptingStore } from "../read/_corrupting_store.ts";
 import { chunkFilesOnDisk, chunksBudget, filesUnder, openCache, putObject } from "./_helpers.ts";
 
 const KiB = 1024;
@@ -275,6 +278,55 @@ Deno.test("a corrupted or truncated chunk file is refetched and the reply is cor
     const s = cache.stats();
     assert.equal(s.evictions.corrupt, 9);
     assert.equal(s.corrupt, 9);
+  } finally {
+    await cache.close();
+    await dir.cleanup();
+  }
+});
+
+Deno.test("invalidate: the chunks covering a range go (reason corrupt), files too, and are fetched again", async () => {
+  const dir = await tempDir("cache");
+  const sim = new SimStore();
+  const obj = await putObject(sim, "p/obj.log", 12 * KiB);
+  const cache = await openCache(sim, dir.path);
+  try {
+    await cache.read(obj.src, 0, 12 * KiB);
+    await cache.idle();
+    assert.equal((await chunkFilesOnDisk(dir.path)).count, 3);
+    await cache.invalidate(obj.src, 5 * KiB, 2 * KiB); // inside the second chunk
+    assert.equal(cache.stats().evictions.corrupt, 1);
+    assert.equal((await chunkFilesOnDisk(dir.path)).count, 2, "its file is gone at once");
+    sim.resetCounts();
+    assert.deepEqual(await cache.read(obj.src, 0, 12 * KiB), obj.bytes);
+    assert.equal(sim.requestCount("get"), 1, "only the dropped chunk is fetched again");
+
+    // A cold read's first-fetch bytes are not handed out again once dropped: the chunk's are.
+    const cold = await putObject(sim, "p/cold.log", 12 * KiB, { seed: 7 });
+    const faults = corruptingStore(sim);
+    let gets = 0;
+    const slow = decorateStore(faults.store, async (call) => {
+      // The first fetch is sent first; the chunk's GET, sent next, answers well after it.
+      if (call.op === "get" && gets++ > 0) await new Promise((r) => setTimeout(r, 50));
+      return await call.run(call.signal);
+    });
+    const first = await ChunkCache.open(slow, {
+      path: join(dir.path, "first"),
+      chunkSize: 12 * KiB,
+      size: 2 ** 30,
+      sizePercent: 100,
+      diskTotalBytes: 2 ** 40,
+      persistInterval: Infinity,
+      firstFetch: { min: 1 * KiB, max: 2 * KiB },
+    });
+    try {
+      faults.corruptNext(); // the first fetch's answer; the chunk's comes later, and good
+      const bad = await first.read(cold.src, 0, 1 * KiB);
+      assert.notDeepEqual(bad, cold.bytes.slice(0, 1 * KiB));
+      await first.invalidate(cold.src, 0, 1 * KiB);
+      assert.deepEqual(await first.read(cold.src, 0, 1 * KiB), cold.bytes.slice(0, 1 * KiB));
+    } finally {
+      await first.close();
+    }
   } finally {
     await cache.close();
     await dir.cleanup();

@@ -1,6 +1,6 @@
 // An app over a scenario partition, with its metrics registry, for the HTTP tests.
 import type { Hono } from "hono";
-import { type AdminOperations, createApp } from "../../src/http/app.ts";
+import { type AdminOperations, type AppOptions, createApp } from "../../src/http/app.ts";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics, type TierdMetrics } from "../../src/metrics/tierd.ts";
 import type { ReadContextOptions } from "../../src/read/context.ts";
@@ -15,7 +15,12 @@ export interface TestApp {
 
 export function appFor(
   s: Scenario,
-  o: { apiToken?: string; admin?: AdminOperations; read?: Partial<ReadContextOptions> } = {},
+  o: {
+    apiToken?: string;
+    admin?: AdminOperations;
+    read?: Partial<ReadContextOptions>;
+    damaged?: AppOptions["damaged"];
+  } = {},
 ): TestApp {
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
@@ -28,6 +33,7 @@ export function appFor(
     apiToken: o.apiToken ?? "",
     admin: o.admin,
     storeDescription: "in-memory sim store",
+    damaged: o.damaged,
   });
   return { app, registry, metrics, ready };
 }

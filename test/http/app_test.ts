@@ -187,6 +187,19 @@ Deno.test("the status page lists partitions without external assets", async () =
   });
 });
 
+Deno.test("the status page names damaged segments with their file and byte, escaped", async () => {
+  await withScenario(async (s) => {
+    const reason = "/data/0.log @ byte 4242: frame checksum mismatch <b>";
+    const damaged = () => [{ partition: "0/0/0", segment: 96n, reason, since: 0 }];
+    const html = await (await appFor(s, { damaged }).app.request("/")).text();
+    assert.match(html, /Damaged segments/);
+    assert.match(html, /0\/0\/0 segment 96/);
+    assert.ok(html.includes("/data/0.log @ byte 4242: frame checksum mismatch &#60;b&#62;"), html);
+    const clean = await (await appFor(s).app.request("/")).text();
+    assert.doesNotMatch(clean, /Damaged segments/);
+  });
+});
+
 Deno.test("admin routes need the bearer token; without one they are disabled", async () => {
   await withScenario(async (s) => {
     let passes = 0;

@@ -128,6 +128,27 @@ Deno.test("withRetry: retries only while now + backoff fits the deadline", async
   assert.ok(clock.now() - start < 1_000);
 });
 
+Deno.test("withRetry: retryBefore stops new attempts, never one in flight", async () => {
+  const clock = new FakeClock();
+  const { options, delays, run } = onClock(clock, 60_000, () => 0.99);
+  const retryBefore = Deadline.after(400, undefined, { clock });
+  // Attempts that each take 300 ms: the second starts at 399 ms, the third would start past 400.
+  const calls: number[] = [];
+  const slowFault = () => {
+    calls.push(clock.now());
+    return sleep(300, undefined, clock).then(() => Promise.reject(fault("Transport")));
+  };
+  await assert.rejects(run(withRetry(slowFault, { ...options, retryBefore })));
+  assert.deepEqual(delays, [99]);
+  assert.equal(calls.length, 2, "the second attempt ran to its end, past retryBefore");
+
+  // Past it already: the first failure is the answer.
+  const late = Deadline.after(0, undefined, { clock });
+  const { op, calls: once } = flaky(fault("Transport"), fault("Transport"));
+  await assert.rejects(run(withRetry(op, { ...options, retryBefore: late })));
+  assert.equal(once.length, 1);
+});
+
 Deno.test("withRetry: a child deadline is capped by its parent", async () => {
   const clock = new FakeClock();
   const parent = Deadline.after(500, undefined, { clock });

@@ -242,8 +242,14 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
           assert.equal(getSegment(state, 0n, victim.startOffset), undefined, "still LOCAL");
           assert.equal(state.floor, r.segments[0].endOffset);
         }
-        const lines = logged(r, "cannot read sealed segment; not copied");
-        assert.ok(lines.length >= 1 && lines[0].level === "error");
+        const lines = logged(
+          r,
+          "sealed segment is damaged: not copied, not evicted, later segments wait",
+        );
+        assert.equal(lines.length, 1, "logged once, not on every pass");
+        assert.equal(lines[0].level, "error");
+        assert.equal(lines[0].file, victim.logPath);
+        assert.equal(typeof lines[0].position, "number", "with the byte position");
         assert.match(JSON.stringify(lines[0]), new RegExp(victim.startOffset.toString()));
       } finally {
         await w.close();

@@ -1,6 +1,9 @@
 // The copy phase: sealed segments go to the store oldest first, one at a time per partition.
 // Each copy is journaled before it starts and when it is verified; a failed one becomes
-// DANGLING and holds back the segments after it until its cleanup has run.
+// DANGLING and holds back the segments after it until its cleanup has run. A damaged segment
+// (a record or index entry that does not verify) is never copied: it is reported on every pass
+// and holds back the segments after it until its files change.
+import { FormatError } from "../../format/errors.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import { getSegment, isCleanedDangling } from "../../state/segment_state.ts";
@@ -8,6 +11,7 @@ import { copyFinishedEvent } from "../../state/events.ts";
 import type { ObjectFacts } from "../../layout/object_metadata.ts";
 import { copySegment, type SegmentSource, segmentSource } from "../copy_segment.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
+import { type DamagedSegment, SegmentDamage } from "../segment_damage.ts";
 import {
   noProblems,
   noteFailure,
@@ -31,6 +35,8 @@ export interface CopyOutcome extends Problems {
   failed: number;
   /** Holes between consecutive local segments met on the way (reported, never hidden). */
   gaps: ChainGap[];
+  /** The damaged segment the phase stopped at, if it did (never copied). */
+  damaged: DamagedSegment[];
 }
 
 /** Inputs of the copy phase. */
@@ -40,6 +46,11 @@ export interface CopyInput {
   format: FormatName | undefined;
   /** Gaps already logged once (by the partition), so each is logged only once. */
   reportedGaps: Set<string>;
+  /**
+   * Segments found damaged on earlier passes (by the partition): reported again without being
+   * read while their files stay as they were. @default a fresh one (nothing remembered)
+   */
+  damage?: SegmentDamage;
 }
 
 /** Copies the partition's sealed segments that have no copy yet, oldest first. */
@@ -48,8 +59,16 @@ export async function copyPhase(
   ledger: PartitionLedger,
   input: CopyInput,
 ): Promise<CopyOutcome> {
-  const out: CopyOutcome = { ...noProblems(), copied: 0, adopted: 0, failed: 0, gaps: [] };
+  const out: CopyOutcome = {
+    ...noProblems(),
+    copied: 0,
+    adopted: 0,
+    failed: 0,
+    gaps: [],
+    damaged: [],
+  };
   const { format } = input;
+  const damage = input.damage ?? new SegmentDamage();
   if (!format) return out;
   let prevEnd: bigint | undefined;
   for (const seg of input.segments) {
@@ -73,7 +92,7 @@ export async function copyPhase(
       }
       return out; // oldest first: later segments wait for this one
     }
-    const copied = await copyOne(ctx, ledger, seg, format, out);
+    const copied = await copyOne(ctx, ledger, seg, format, damage, out);
     if (!copied) return out;
     prevEnd = copied.endOffset;
   }
@@ -105,17 +124,37 @@ async function copyOne(
   ledger: PartitionLedger,
   seg: SegmentFiles,
   format: FormatName,
+  damage: SegmentDamage,
   out: CopyOutcome,
 ): Promise<ObjectFacts | undefined> {
+  const known = damage.known(seg);
+  if (known) {
+    // The same files that failed before: reported again, not read again.
+    reportDamage(ctx, out, known, damage.due(seg.start, ctx.clock.now()));
+    return undefined;
+  }
   let src: SegmentSource;
   try {
     src = await segmentSource(seg, format, ledger.keys(seg.start));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined; // broker removed it
-    // Unreadable (corrupt): nothing was sent, nothing to clean up. Loud, and retried next pass.
+    if (err instanceof FormatError) {
+      // Damaged: never uploaded as good, never evicted (no record, so the floor stops before
+      // it). Nothing was sent, nothing to clean up.
+      const noted = damage.note(seg, err, ctx.clock.now());
+      reportDamage(ctx, out, noted.damage, noted.log);
+      return undefined;
+    }
+    // Unreadable: nothing was sent, nothing to clean up. Loud, and retried next pass.
     noteFailure(out, seg.logPath, err);
     ctx.log.error("cannot read sealed segment; not copied", { segment: seg.start, err });
     return undefined;
+  }
+  if (damage.clear(seg.start)) {
+    ctx.log.info("a segment reported damaged now verifies; copying it", {
+      segment: seg.start,
+      path: seg.logPath,
+    });
   }
   const generation = ledger.state.generation;
   await ledger.record({
@@ -182,4 +221,24 @@ async function copyOne(
     });
     return undefined;
   }
+}
+
+/** A damaged segment goes into the outcome on every pass; its error line only when `log`. */
+function reportDamage(
+  ctx: PhaseContext,
+  out: CopyOutcome,
+  damage: DamagedSegment,
+  log: boolean,
+): void {
+  out.damaged.push(damage);
+  out.errors.push(`${damage.reason} (segment ${damage.segment} is damaged: not copied)`);
+  if (!log) return;
+  ctx.log.error("sealed segment is damaged: not copied, not evicted, later segments wait", {
+    segment: damage.segment,
+    file: damage.file,
+    position: damage.position,
+    code: damage.code,
+    reason: damage.reason,
+    since: new Date(damage.since).toISOString(),
+  });
 }

@@ -6,6 +6,9 @@ import { getSegment } from "../../../src/state/segment_state.ts";
 import { copyPhase } from "../../../src/tier/phases/copy.ts";
 import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.ts";
 
+/** The error line of a damaged segment. */
+const DAMAGED = "sealed segment is damaged: not copied, not evicted, later segments wait";
+
 /** The bytes of an object in the store, or undefined. */
 function stored(r: PhaseRig, key: string): Uint8Array | undefined {
   const o = r.sim.objects.get(key);
@@ -120,7 +123,7 @@ Deno.test("copy: a DANGLING segment holds back every later segment; one found mi
   }
 });
 
-Deno.test("copy: an unreadable sealed segment is reported with its path; nothing is journaled or sent for it", async () => {
+Deno.test("copy: a cut sealed segment is reported damaged with its path and byte; nothing is journaled or sent for it", async () => {
   const r = await phaseRig();
   try {
     const [s0, victim, s2] = r.segments;
@@ -135,7 +138,10 @@ Deno.test("copy: an unreadable sealed segment is reported with its path; nothing
     assert.equal(out.failed, 0, "nothing was attempted, so nothing failed");
     assert.equal(out.storeUnreachable, false);
     assert.equal(out.errors.length, 1);
-    assert.ok(out.errors[0].startsWith(`${victim.logPath}: `), out.errors[0]);
+    assert.ok(out.errors[0].startsWith(`${victim.logPath} @ byte `), out.errors[0]);
+    assert.deepEqual(out.damaged.map((d) => [d.segment, d.file, d.code]), [
+      [victim.startOffset, victim.logPath, "straddles_eof"],
+    ]);
     const after = await r.events();
     const about = after.slice(before.length).filter((e) =>
       "segment" in e && e.segment === victim.startOffset
@@ -148,9 +154,11 @@ Deno.test("copy: an unreadable sealed segment is reported with its path; nothing
       Object.values(r.ledger.keys(s0.startOffset)).sort(),
       "only the first segment reached the store",
     );
-    const line = r.logged("cannot read sealed segment; not copied");
+    const line = r.logged(DAMAGED);
     assert.equal(line.length, 1);
     assert.equal(line[0].level, "error");
+    assert.equal(line[0].file, victim.logPath);
+    assert.equal(line[0].position, out.damaged[0].position);
   } finally {
     await r.cleanup();
   }
@@ -210,6 +218,7 @@ Deno.test("copy: with the format unknown nothing is copied, journaled or sent", 
       adopted: 0,
       failed: 0,
       gaps: [],
+      damaged: [],
     });
     assert.equal(r.ledger.journalSize, before);
     assert.equal(r.sim.requestCount(), 0);
