@@ -20,6 +20,10 @@ import { createReadContext } from "../read/context.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
+import { agentView } from "../runtime/agent_view.ts";
+import { CopyProgress } from "../runtime/progress.ts";
+import { reloadConfig } from "../runtime/reload.ts";
+import { systemdNotifier } from "../runtime/systemd.ts";
 import { parseFlags, UsageError } from "./args.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 
@@ -102,14 +106,19 @@ async function runAgent(
   // Every store call of the worker runs under this deadline: a stop signal cancels them all.
   const root = Deadline.after(Infinity, undefined, { clock });
   const stop = new AbortController();
+  const systemd = await systemdNotifier(logger);
   const onSignal = (sig: string) => {
     if (stop.signal.aborted) return;
     logger.info("shutting down: finishing or abandoning in-flight work", { signal: sig });
+    void systemd?.stopping();
     stop.abort();
     root.cancel(new DOMException(`stopped by ${sig}`, "AbortError"));
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // SIGHUP re-reads the config: topic retention and per-pass settings apply live.
+  process.on("SIGHUP", () => void reloadConfig(ctx.configPath, config, logger));
+  const progress = new CopyProgress(clock);
 
   // Every store request counts towards "busy": housekeeping waits until the agent is idle.
   const meter = new RequestMeter({ clock });
@@ -121,7 +130,7 @@ async function runAgent(
     logger,
     clock,
     root,
-    observer: tierObserver(metrics),
+    observer: progress.observer(tierObserver(metrics)),
     pacer: new OpClassPacer({ clock }),
     meter,
   });
@@ -130,6 +139,13 @@ async function runAgent(
     stats: cacheObserver(metrics),
   });
   let ready = false;
+  const markReady = (how: string) => {
+    if (ready) return;
+    ready = true;
+    logger.info(`ready: ${how}`);
+    void systemd?.ready(how);
+    systemd?.startWatchdog();
+  };
   const read = createReadContext({
     config,
     store,
@@ -147,6 +163,7 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
+    agent: agentView({ worker, progress, metrics, cache }),
   });
   const server = await serve(app, { ...listenOptions(config.agent.listen), signal: stop.signal });
   logger.info("http api listening", {
@@ -154,14 +171,20 @@ async function runAgent(
       server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname
     }:${server.port}/`,
   });
+  // Ready once every partition is open (journal replay, boot reconciliation), not after the
+  // first pass, which takes hours with a big backlog; open() runs before the first pass.
+  worker.open().then(
+    (n) => markReady(`store probe passed, ${n} partition journals replayed`),
+    (err) => logger.error("opening the partitions failed; ready after the first pass", { err }),
+  );
   try {
     await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
       signal: stop.signal,
       clock,
       logger,
       onFirstPass: () => {
-        ready = true;
-        logger.info("ready: journals replayed, first pass done");
+        markReady("journals replayed, first pass done");
+        logger.info("first pass done");
       },
     });
     return 0;
@@ -169,6 +192,7 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    systemd?.close();
     logger.info("stopped");
   }
 }

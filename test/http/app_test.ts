@@ -61,11 +61,17 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
     assert.equal(list.length, 1);
     const p = list[0];
     assert.deepEqual(Object.keys(p).sort(), [
+      "copied",
+      "copy_lag",
+      "copy_rate_bytes_per_second",
+      "eta_seconds",
+      "first_pass_done",
       "format",
       "generation",
       "incarnation",
       "local_bytes",
       "partition",
+      "problems",
       "remote_bytes",
       "segments",
       "state",
@@ -74,6 +80,13 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
       "tiered_up_to_offset",
       "topic",
     ]);
+    // Without the agent: no rate, no first pass, no copies since start.
+    assert.equal(p.copied, null);
+    assert.equal(p.copy_rate_bytes_per_second, null);
+    assert.equal(p.first_pass_done, null);
+    assert.deepEqual(p.problems, []);
+    assert.equal(typeof p.copy_lag.segments, "number");
+    assert.equal(typeof p.copy_lag.bytes, "string");
     const state = (await s.context().states.state(s.ids))!;
     assert.deepEqual([p.stream, p.topic, p.partition], [0, 0, 0]);
     assert.equal(p.format, "iggy-0.9");
@@ -182,7 +195,13 @@ Deno.test("the status page lists partitions without external assets", async () =
     assert.match(html, /0\/0\/0/);
     assert.match(html, /in-memory sim store/);
     assert.match(html, /Uptime/);
-    assert.doesNotMatch(html, /<script|src=|https?:\/\//i);
+    // Self-contained: an inline refresh script, nothing loaded from elsewhere.
+    assert.doesNotMatch(html, /<script[^>]+src=|<link|src=|https?:\/\//i);
+    assert.match(html, /<noscript><meta http-equiv="refresh" content="5"><\/noscript>/);
+    const fragment = await (await app.request("/?fragment=1")).text();
+    assert.match(fragment, /0\/0\/0/);
+    assert.doesNotMatch(fragment, /<html|<script/);
+    assert.match(await (await app.request("/?refresh=2")).text(), /content="2"/);
   });
 });
 
