@@ -44,10 +44,20 @@ function formatRate(bytesPerSecond: number | null): string {
   return bytesPerSecond === null ? "—" : `${formatBytes(Math.round(bytesPerSecond))}/s`;
 }
 
-function formatEta(seconds: number | null, lagSegments: number): string {
+/** The ETA of a backlog; `short` for a table cell. */
+function formatEta(
+  seconds: number | null,
+  lagSegments: number,
+  o: { stalled?: boolean; short?: boolean } = {},
+): string {
   if (lagSegments === 0 || seconds === 0) return "—";
-  return seconds === null ? "unknown (nothing copied in the last minute)" : formatDuration(seconds);
+  if (o.stalled) return "none while stalled";
+  if (seconds !== null) return formatDuration(seconds);
+  return o.short ? "unknown" : "unknown (nothing copied in the last minute)";
 }
+
+/** Longer reasons are cut in table cells; the whole text stays in the tooltip. */
+const CELL_REASON = 160;
 
 function percent(part: number, whole: number): string {
   return whole > 0 ? `${Math.min(100, (100 * part) / whole).toFixed(0)}%` : "—";
@@ -55,12 +65,15 @@ function percent(part: number, whole: number): string {
 
 function problemsCell(problems: readonly Problem[]): string {
   if (problems.length === 0) return `<span class="ok">ok</span>`;
-  return problems.map((p) =>
-    `<div class="${p.severity}" data-problem="${p.kind}"><b>${p.kind}</b>: ${
+  return problems.map((p) => {
+    const cut = p.reason.length > CELL_REASON ? `${p.reason.slice(0, CELL_REASON)}…` : p.reason;
+    return `<div class="${p.severity}" data-problem="${p.kind}" title="${
       escapeHtml(p.reason)
-    }</div>`
-  ).join("");
+    }"><b>${p.kind}</b>: ${escapeHtml(cut)}</div>`;
+  }).join("");
 }
+
+const stalledIn = (problems: readonly Problem[]) => problems.some((p) => p.kind === "stalled");
 
 function row(cells: readonly string[], cls = ""): string {
   return `<tr${cls ? ` class="${cls}"` : ""}>${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
@@ -100,7 +113,7 @@ function copySection(s: StatusJson): string {
   return `<p id="backlog">Copy backlog: <span class="${lag}">${c.lag_segments} segments, ${
     formatBytes(c.lag_bytes)
   }</span> · rate ${formatRate(c.rate_bytes_per_second)} · ETA ${
-    escapeHtml(formatEta(c.eta_seconds, c.lag_segments))
+    escapeHtml(formatEta(c.eta_seconds, c.lag_segments, { stalled: s.stalled?.stalled }))
   }</p>`;
 }
 
@@ -182,7 +195,12 @@ function topicsTable(s: StatusJson): string {
       formatBytes(t.remote_bytes),
       backlogCell(t.copy_lag),
       formatRate(t.copy_rate_bytes_per_second),
-      escapeHtml(formatEta(t.eta_seconds, t.copy_lag.segments)),
+      escapeHtml(
+        formatEta(t.eta_seconds, t.copy_lag.segments, {
+          stalled: stalledIn(t.problems),
+          short: true,
+        }),
+      ),
       t.tiered_up_to_offset ?? "—",
       problemsCell(t.problems),
     ], t.problems.some((p) => p.severity === "bad") ? "trouble" : "")
@@ -218,7 +236,12 @@ function partitionsTable(s: StatusJson): string {
       }`,
       backlogCell(p.copy_lag),
       formatRate(p.copy_rate_bytes_per_second),
-      escapeHtml(formatEta(p.eta_seconds, p.copy_lag.segments)),
+      escapeHtml(
+        formatEta(p.eta_seconds, p.copy_lag.segments, {
+          stalled: stalledIn(p.problems),
+          short: true,
+        }),
+      ),
       p.tiered_up_to_offset ?? "—",
       problemsCell(p.problems),
     ], p.problems.some((q) => q.severity === "bad") ? "trouble" : "")
