@@ -177,7 +177,10 @@ Deno.test("a stall shows in red with its reason, per partition and per topic", (
   const html = renderStatusPage(s);
   assert.match(html, /<p id="stall" class="bad banner"><b>Uploads stalled<\/b>: store unreachable/);
   assert.match(html, /19 throttled requests/);
-  assert.match(html, /<div class="bad" data-problem="stalled" title="[^"]*"><b>stalled<\/b>: store/);
+  assert.match(
+    html,
+    /<div class="bad" data-problem="stalled" title="[^"]*"><b>stalled<\/b>: store/,
+  );
   assert.match(html, /<td>none while stalled<\/td>/);
 });
 
