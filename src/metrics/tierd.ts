@@ -61,7 +61,7 @@ export interface TierdMetrics {
   copyLagSegments: Gauge<PartitionLabels>;
   /**
    * `tierd_dangling_remote_log_segments{stream,topic}`: segments in DANGLING (named
-   * `tierd_dangling_remote_log_count` before 0.2: a gauge may not end in `_count`).
+   * `tierd_dangling_remote_log_count` in 0.1.0: a gauge may not end in `_count`).
    */
   danglingSegments: Gauge<"stream" | "topic">;
   /** `tierd_dangling_remote_log_bytes{stream,topic}`: local bytes of DANGLING segments. */
