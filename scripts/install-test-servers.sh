@@ -2,8 +2,9 @@
 # Installs the object-store servers the contract tests run against, each only if
 # missing, into $HOME/.cache/tierd: MinIO and fake-gcs-server (go install, pinned, static so
 # scripts/docker-images.sh can put the same binaries in images) into bin/, Azurite (npm, pinned)
-# into azurite/. Idempotent; prints what it did. Building MinIO takes minutes. Pins:
-# scripts/test-servers.env. Override the location with TIERD_CACHE_DIR.
+# into azurite/; and Prometheus' promtool (go install, pinned) into bin/ for the metrics and
+# alert rule checks. Idempotent; prints what it did. Building MinIO or promtool takes minutes.
+# Pins: scripts/test-servers.env. Override the location with TIERD_CACHE_DIR.
 set -euo pipefail
 
 pins="$(dirname "$0")/test-servers.env"
@@ -11,6 +12,8 @@ pin() { sed -n "s/^$1=//p" "$pins"; }
 MINIO_MODULE="$(pin TIERD_MINIO_MODULE)"
 FAKE_GCS_MODULE="$(pin TIERD_FAKE_GCS_MODULE)"
 AZURITE_PACKAGE="$(pin TIERD_AZURITE_PACKAGE)"
+PROMTOOL_MODULE="$(pin TIERD_PROMTOOL_MODULE)"
+PROMTOOL_VERSION="$(pin TIERD_PROMTOOL_VERSION)"
 
 CACHE="${TIERD_CACHE_DIR:-$HOME/.cache/tierd}"
 BIN="$CACHE/bin"
@@ -25,8 +28,8 @@ find_go() {
   fi
 }
 
-go_install() { # name module
-  local name="$1" module="$2" go
+go_install() { # name module [extra -ldflags]
+  local name="$1" module="$2" extra="${3:-}" go
   if [ -x "$BIN/$name" ]; then
     say "$name: already installed at $BIN/$name"
     return 0
@@ -36,13 +39,15 @@ go_install() { # name module
     return 1
   fi
   say "$name: building $module with $("$go" version | cut -d' ' -f3) (may take minutes)…"
-  CGO_ENABLED=0 GOBIN="$BIN" "$go" install -trimpath -ldflags="-s -w" "$module"
+  CGO_ENABLED=0 GOBIN="$BIN" "$go" install -trimpath -ldflags="-s -w $extra" "$module"
   say "$name: installed at $BIN/$name"
 }
 
 status=0
 go_install minio "$MINIO_MODULE" || status=1
 go_install fake-gcs-server "$FAKE_GCS_MODULE" || status=1
+go_install promtool "$PROMTOOL_MODULE" \
+  "-X github.com/prometheus/common/version.Version=$PROMTOOL_VERSION" || status=1
 
 AZURITE_DIR="$CACHE/azurite"
 if [ -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ]; then

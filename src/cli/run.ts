@@ -25,6 +25,10 @@ import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
 import type { Config } from "../config/schema.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
+import { agentView } from "../runtime/agent_view.ts";
+import { CopyProgress } from "../runtime/progress.ts";
+import { reloadConfig } from "../runtime/reload.ts";
+import { systemdNotifier } from "../runtime/systemd.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 import { inventory } from "./inventory.ts";
 import { PartitionWatch } from "./partition_watch.ts";
@@ -188,14 +192,19 @@ async function runAgent(
   // Every store call of the worker runs under this deadline: a stop signal cancels them all.
   const root = Deadline.after(Infinity, undefined, { clock });
   const stop = new AbortController();
+  const systemd = await systemdNotifier(logger);
   const onSignal = (sig: string) => {
     if (stop.signal.aborted) return;
     logger.info("shutting down: finishing or abandoning in-flight work", { signal: sig });
+    void systemd?.stopping();
     stop.abort();
     root.cancel(new DOMException(`stopped by ${sig}`, "AbortError"));
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // SIGHUP re-reads the config: topic retention and per-pass settings apply live.
+  process.on("SIGHUP", () => void reloadConfig(ctx.configPath, config, logger));
+  const progress = new CopyProgress(clock);
 
   // Every store request counts towards "busy": housekeeping waits until the agent is idle.
   const meter = new RequestMeter({ clock });
@@ -207,7 +216,7 @@ async function runAgent(
     logger,
     clock,
     root,
-    observer: tierObserver(metrics),
+    observer: progress.observer(tierObserver(metrics)),
     pacer: new OpClassPacer({ clock }),
     meter,
   });
@@ -216,6 +225,13 @@ async function runAgent(
     stats: cacheObserver(metrics),
   });
   let ready = false;
+  const markReady = (how: string) => {
+    if (ready) return;
+    ready = true;
+    logger.info(`ready: ${how}`);
+    void systemd?.ready(how);
+    systemd?.startWatchdog();
+  };
   const read = createReadContext({
     config,
     store,
@@ -238,11 +254,7 @@ async function runAgent(
     apiToken: config.agent.api_token,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
-    evictionBlocks: () => worker.evictionBlocks(),
-    damaged: () =>
-      worker.partitions.flatMap((p) =>
-        (p.lastPass?.damaged ?? []).map((d) => ({ partition: p.label, ...d }))
-      ),
+    agent: agentView({ worker, progress, metrics, cache }),
     scrub: ctx.scrub,
   });
   const server = await serve(app, {
@@ -259,14 +271,20 @@ async function runAgent(
       server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname
     }:${server.port}/`,
   });
+  // Ready once every partition is open (journal replay, boot reconciliation), not after the
+  // first pass, which takes hours with a big backlog; open() runs before the first pass.
+  worker.open().then(
+    (n) => markReady(`store probe passed, ${n} partition journals replayed`),
+    (err) => logger.error("opening the partitions failed; ready after the first pass", { err }),
+  );
   try {
     await loop(worker, config, {
       signal: stop.signal,
       clock,
       logger,
       onFirstPass: () => {
-        ready = true;
-        logger.info("ready: journals replayed, first pass done");
+        markReady("journals replayed, first pass done");
+        logger.info("first pass done");
       },
     });
     return 0;
@@ -274,6 +292,7 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    systemd?.close();
     logger.info("stopped");
   }
 }

@@ -1,6 +1,7 @@
 // tierd's HTTP API as a plain Hono app: health, readiness, metrics, the partition
-// list, record reads, the status page and guarded admin operations. Runtime-free: the adapter
-// in serve.ts binds it to a port; tests call `app.request(path)`.
+// list, the agent's status (`/v1/status`, JSON), record reads, the status page and guarded
+// admin operations. Runtime-free: the adapter in serve.ts binds it to a port; tests call
+// `app.request(path)`.
 //
 // Records: `GET /v1/streams/:s/topics/:t/partitions/:p/records?offset=N|timestamp=T
 // [&max_bytes=M][&format=raw|json]`. Ids are decimal u32; offset and timestamp decimal u64;
@@ -14,15 +15,16 @@ import type { Context } from "hono";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/registry.ts";
 import { observePartitions, type TierdMetrics } from "../metrics/tierd.ts";
-import { incarnationHex } from "../layout/partition.ts";
 import type { ReadContext } from "../read/context.ts";
 import { readToJson } from "../read/json.ts";
 import { ParamError, parseId, parseMaxBytes, parseStart } from "../read/params.ts";
-import { type PartitionSummary, summarizePartitions } from "../read/partitions.ts";
+import { summarizePartitions } from "../read/partitions.ts";
 import { readRecords } from "../read/read_records.ts";
 import { requireBearer } from "./auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
-import { type DamagedSegmentLine, renderStatusPage } from "./status_page.ts";
+import { DEFAULT_REFRESH_SECONDS, renderStatusFragment, renderStatusPage } from "./status_page.ts";
+import { type AgentView, partitionJson, type StatusJson, statusJson } from "./status_model.ts";
+import { VERSION } from "../version.ts";
 import { ContinuityReaders } from "../read/continuity.ts";
 
 /** Operations behind `POST /v1/admin/*`; each resolves with a JSON-serializable report. */
@@ -38,17 +40,15 @@ export interface AppOptions {
   read: ReadContext;
   registry: Registry;
   metrics: TierdMetrics;
-  /** True once the boot probe passed and journals were replayed. */
+  /** True once the boot probe passed and journals were replayed (every partition opened). */
   ready: () => boolean;
+  /** The running agent's side of the status page and `/v1/status` (passes, rates, cache). */
+  agent?: AgentView;
   /** `agent.api_token`; empty disables the admin routes. */
   apiToken: string;
   admin?: AdminOperations;
   /** Where the store is, for the status page (never with credentials). */
   storeDescription?: string;
-  /** Why each partition's eviction waits, by `"{s}/{t}/{p}"` (the worker's), for the page. */
-  evictionBlocks?: () => ReadonlyMap<string, { text: string }>;
-  /** Damaged sealed segments the tier worker reports, for the status page. @default none */
-  damaged?: () => readonly DamagedSegmentLine[];
   /** Process start, ms since the epoch. @default when the app was created */
   startedAt?: number;
   /** @default read.logger */
@@ -61,42 +61,7 @@ export interface AppOptions {
   scrub?: (text: string) => string;
 }
 
-/** One partition in `GET /v1/partitions`; 64-bit values are decimal strings. */
-export interface PartitionJson {
-  stream: number;
-  topic: number;
-  partition: number;
-  format: string | null;
-  /** 16 lowercase hex digits, or null before the partition was first recorded. */
-  incarnation: string | null;
-  generation: string;
-  /** null before the first copy. */
-  tiered_up_to_offset: string | null;
-  segments: { local: number; uploaded: number; remote: number; dangling: number };
-  local_bytes: string;
-  remote_bytes: string;
-  /** `ok`, `rebuilt` (from the bucket) or `failed` (state cannot be opened); null when unknown. */
-  state: string | null;
-  state_detail: string | null;
-}
-
-/** The JSON form of a partition summary: exactly the fields the README lists. */
-export function partitionJson(p: PartitionSummary): PartitionJson {
-  return {
-    stream: p.stream,
-    topic: p.topic,
-    partition: p.partition,
-    format: p.format ?? null,
-    incarnation: p.incarnation === undefined ? null : incarnationHex(p.incarnation),
-    generation: p.generation.toString(),
-    tiered_up_to_offset: p.floor < 0n ? null : p.floor.toString(),
-    segments: { ...p.segments },
-    local_bytes: String(p.localBytes),
-    remote_bytes: String(p.remoteBytes),
-    state: p.health?.state ?? null,
-    state_detail: p.health?.detail ?? null,
-  };
-}
+export type { AgentView, PartitionJson, StatusJson } from "./status_model.ts";
 
 const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
 
@@ -201,10 +166,22 @@ export function createApp(o: AppOptions): Hono {
     });
   });
 
+  const status = async (): Promise<StatusJson> =>
+    statusJson(await summarizePartitions(o.read), {
+      version: VERSION,
+      store: o.storeDescription ?? `${o.read.store.kind} store`,
+      now: clock.now(),
+      uptimeSeconds: (clock.now() - startedAt) / 1000,
+      ready: o.ready(),
+      agent: o.agent,
+    });
+
   app.get("/v1/partitions", async (c) => {
     const partitions = await summarizePartitions(o.read);
-    return c.json(partitions.map(partitionJson));
+    return c.json(partitions.map((p) => partitionJson(p, o.agent)));
   });
+
+  app.get("/v1/status", async (c) => c.json(await status()));
 
   app.get("/v1/streams/:s/topics/:t/partitions/:p/records", async (c) => {
     const ids = {
@@ -264,17 +241,16 @@ export function createApp(o: AppOptions): Hono {
   });
 
   app.get("/", async (c) => {
-    const partitions = await summarizePartitions(o.read);
-    return c.html(renderStatusPage(partitions, {
-      store: o.storeDescription ?? `${o.read.store.kind} store`,
-      uptimeSeconds: (clock.now() - startedAt) / 1000,
-      ready: o.ready(),
-      evictionBlocked: [...(o.evictionBlocks?.() ?? [])].map(([partition, b]) => ({
-        partition,
-        text: b.text,
-      })),
-      damaged: o.damaged?.() ?? [],
-    }));
+    const s = await status();
+    c.header("cache-control", "no-store");
+    if (c.req.query("fragment") !== undefined) return c.html(renderStatusFragment(s));
+    const refresh = Number(c.req.query("refresh") ?? DEFAULT_REFRESH_SECONDS);
+    return c.html(
+      renderStatusPage(
+        s,
+        Number.isFinite(refresh) ? Math.min(3600, Math.max(1, refresh)) : DEFAULT_REFRESH_SECONDS,
+      ),
+    );
   });
 
   app.use("/v1/admin/*", requireBearer(o.apiToken));

@@ -31,12 +31,51 @@ const SNAKE: Record<StoreErrorKind, string> = {
   Unsupported: "unsupported",
 };
 
+/** Each operation and the outcomes it can succeed with. */
+const SUCCESS: Record<StoreOp, readonly string[]> = {
+  put: ["ok", "already_exists"],
+  get: ["ok"],
+  head: ["ok"],
+  delete: ["ok", "partial"],
+  list: ["ok"],
+  create_multipart: ["ok"],
+  put_part: ["ok"],
+  complete_multipart: ["ok", "already_exists"],
+  abort_multipart: ["ok"],
+  list_multipart_uploads: ["ok"],
+};
+
+/** Every `outcome` a request of `op` can be counted with. */
+export function storeOutcomes(op: StoreOp): string[] {
+  return [...SUCCESS[op], ...Object.values(SNAKE), "aborted", "error"];
+}
+
+/** Store requests answered with throttling since start, every operation summed. */
+export function throttledTotal(metrics: TierdMetrics): number {
+  return (Object.keys(SUCCESS) as StoreOp[]).reduce(
+    (n, op) => n + metrics.storeThrottled.value({ op }),
+    0,
+  );
+}
+
+/**
+ * Creates at 0 every `tierd_store_requests_total{op,outcome}`, `tierd_store_throttled_total{op}`
+ * and `tierd_store_request_duration_seconds{op}` series, so each shows before its first request.
+ */
+export function initStoreSeries(metrics: TierdMetrics): void {
+  for (const op of Object.keys(SUCCESS) as StoreOp[]) {
+    for (const outcome of storeOutcomes(op)) metrics.storeRequests.init({ op, outcome });
+    metrics.storeThrottled.init({ op });
+    metrics.storeRequestDuration.init({ op });
+  }
+}
+
 /**
  * Wraps `store` so every call counts `tierd_store_requests_total{op,outcome}` (outcome `ok`,
  * `already_exists` for a refused conditional create, `partial` for a batch delete with failed
  * keys, or the error kind such as `not_found`), `tierd_store_throttled_total{op}` for throttled
  * answers, and observes `tierd_store_request_duration_seconds{op}`. Results and errors pass
- * through unchanged.
+ * through unchanged. Every known series starts at 0 ({@link initStoreSeries}).
  *
  * @param store the store to observe
  * @param metrics where to count
@@ -49,6 +88,7 @@ export function instrumentStore(
   options: { clock?: Clock } = {},
 ): ObjectStore {
   const clock = options.clock ?? systemClock;
+  initStoreSeries(metrics);
   return decorateStore(store, async (call) => {
     const { op } = call;
     const started = clock.monotonic();

@@ -100,6 +100,15 @@ abstract class Metric<L extends string, S> {
     });
   }
 
+  /**
+   * Creates the series of `labels` at its zero value without counting anything, so a scrape
+   * shows it before its first event (a `rate()` then starts from 0, not from nothing).
+   * @throws {RangeError} for wrong labels
+   */
+  init(labels: LabelValues<L>): void {
+    this.series(labels);
+  }
+
   /** Forgets every series (for gauges recomputed from scratch on each scrape). */
   reset(): void {
     this.#series.clear();

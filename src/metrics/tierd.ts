@@ -1,6 +1,15 @@
 // Every metric tierd exports, defined once so the names, help texts and labels
 // stay in one place; components take the typed handles they update from the returned object.
+//
+// Every labelled series whose label values are known in advance (upload and fetch outcomes,
+// cache eviction reasons, read sources and outcomes) exists from the start at 0, so `rate()`
+// and `increase()` see the first event. docs/metrics.md describes each metric; a test keeps it
+// in step with this file.
 import { systemClock } from "../../providers/clock.ts";
+import type { EvictionReason } from "../cache/policy.ts";
+import type { FetchOutcome } from "../cache/stats.ts";
+import type { ReadErrorCode } from "../read/errors.ts";
+import { registerProcessMetrics } from "./process.ts";
 import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";
 import { VERSION } from "../version.ts";
 
@@ -43,8 +52,18 @@ export interface TierdMetrics {
   storeThrottled: Counter<"op">;
   /** `tierd_store_request_duration_seconds{op}`: latency of store requests. */
   storeRequestDuration: Histogram<"op">;
-  /** `tierd_dangling_remote_log_count{stream,topic}`: segments in DANGLING. */
-  danglingCount: Gauge<"stream" | "topic">;
+  /**
+   * `tierd_remote_copy_lag_bytes{stream,topic,partition}`: bytes of sealed local segments not
+   * yet copied to the store (Kafka's KIP-958 `RemoteCopyLagBytes`).
+   */
+  copyLagBytes: Gauge<PartitionLabels>;
+  /** `tierd_remote_copy_lag_segments{stream,topic,partition}`: how many such segments. */
+  copyLagSegments: Gauge<PartitionLabels>;
+  /**
+   * `tierd_dangling_remote_log_segments{stream,topic}`: segments in DANGLING (named
+   * `tierd_dangling_remote_log_count` in 0.1.0: a gauge may not end in `_count`).
+   */
+  danglingSegments: Gauge<"stream" | "topic">;
   /** `tierd_dangling_remote_log_bytes{stream,topic}`: local bytes of DANGLING segments. */
   danglingBytes: Gauge<"stream" | "topic">;
   /** `tierd_segments_lost_before_upload_total`: segments the broker deleted before a copy. */
@@ -96,7 +115,7 @@ const UPLOAD_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Registers every tierd metric in `registry`.
+ * Registers every tierd metric in `registry`, and the `process_*` metrics (`process.ts`).
  *
  * @param registry where the metrics are registered (a fresh one by default)
  * @param startTimeMs process start, for `tierd_start_time_seconds` @default now
@@ -167,9 +186,19 @@ export function createTierdMetrics(
       ["op"],
       REQUEST_BUCKETS,
     ),
-    danglingCount: registry.gauge(
-      "tierd_dangling_remote_log_count",
-      "Remote segments in the DANGLING state.",
+    copyLagBytes: registry.gauge(
+      "tierd_remote_copy_lag_bytes",
+      "Bytes of sealed local segments not yet copied to the store.",
+      part,
+    ),
+    copyLagSegments: registry.gauge(
+      "tierd_remote_copy_lag_segments",
+      "Sealed local segments not yet copied to the store.",
+      part,
+    ),
+    danglingSegments: registry.gauge(
+      "tierd_dangling_remote_log_segments",
+      "Segments in the DANGLING state (a failed or interrupted copy awaiting cleanup).",
       ["stream", "topic"],
     ),
     danglingBytes: registry.gauge(
@@ -245,7 +274,57 @@ export function createTierdMetrics(
   };
   m.buildInfo.set({ version: VERSION }, 1);
   m.startTime.set(undefined, startTimeMs / 1000);
+  initKnownSeries(m);
+  registerProcessMetrics(registry);
   return m;
+}
+
+/** Every `outcome` of `tierd_uploads_total` (the `TierObserver.upload` outcomes). */
+export const UPLOAD_OUTCOMES = ["ok", "adopted", "failed"] as const;
+
+const FETCH_OUTCOMES: Record<FetchOutcome, true> = {
+  ok: true,
+  error: true,
+  not_found: true,
+  aborted: true,
+  cache_full: true,
+};
+
+const EVICTION_REASONS: Record<EvictionReason, true> = {
+  budget: true,
+  prefetch_unread: true,
+  corrupt: true,
+  cold: true,
+};
+
+const READ_FAILURES: Record<ReadErrorCode | "error", true> = {
+  unknown_partition: true,
+  offset_below_retention: true,
+  offset_past_end: true,
+  remote_object_missing: true,
+  remote_data_corrupt: true,
+  local_data_corrupt: true,
+  store_unavailable: true,
+  fetch_timeout: true,
+  cache_full: true,
+  store_failed: true,
+  read_budget_exceeded: true,
+  error: true,
+};
+
+/** Where a read's bytes came from (`source` of `tierd_reads_total`; `none` for a failure). */
+const READ_SOURCES = ["local", "remote", "mixed"] as const;
+
+/** Creates at 0 every series whose label values are known before the first event. */
+function initKnownSeries(m: TierdMetrics): void {
+  for (const outcome of UPLOAD_OUTCOMES) m.uploads.init({ outcome });
+  for (const outcome of Object.keys(FETCH_OUTCOMES)) m.fetches.init({ outcome });
+  for (const reason of Object.keys(EVICTION_REASONS)) m.cacheEvictions.init({ reason });
+  for (const source of READ_SOURCES) {
+    m.readBytes.init({ source });
+    for (const outcome of ["ok", "gap"]) m.reads.init({ source, outcome });
+  }
+  for (const outcome of Object.keys(READ_FAILURES)) m.reads.init({ source: "none", outcome });
 }
 
 /** What the per-partition gauges are computed from (see `summarizePartitions`). */
@@ -259,6 +338,8 @@ export interface PartitionGaugeInput {
   floor: bigint;
   segments: { dangling: number };
   danglingBytes: number;
+  /** Sealed local segments not yet copied, and their bytes. */
+  copyLag: { segments: number; bytes: number };
 }
 
 /**
@@ -266,15 +347,25 @@ export interface PartitionGaugeInput {
  * also disappears from the scrape.
  */
 export function observePartitions(m: TierdMetrics, partitions: readonly PartitionGaugeInput[]) {
-  for (const g of [m.localBytes, m.remoteBytes, m.tieredUpToOffset, m.danglingCount]) g.reset();
+  const perPartition = [
+    m.localBytes,
+    m.remoteBytes,
+    m.tieredUpToOffset,
+    m.copyLagBytes,
+    m.copyLagSegments,
+  ];
+  for (const g of perPartition) g.reset();
+  m.danglingSegments.reset();
   m.danglingBytes.reset();
   for (const p of partitions) {
     const labels = { stream: p.stream, topic: p.topic, partition: p.partition };
     m.localBytes.set(labels, p.localBytes);
     m.remoteBytes.set(labels, p.remoteBytes);
     m.tieredUpToOffset.set(labels, Number(p.floor));
+    m.copyLagBytes.set(labels, p.copyLag.bytes);
+    m.copyLagSegments.set(labels, p.copyLag.segments);
     const topic = { stream: p.stream, topic: p.topic };
-    m.danglingCount.inc(topic, p.segments.dangling);
+    m.danglingSegments.inc(topic, p.segments.dangling);
     m.danglingBytes.inc(topic, p.danglingBytes);
   }
 }

@@ -2,7 +2,7 @@
 // `GET /v1/partitions`, the status page and the per-partition gauges.
 import type { FormatName } from "../format/types.ts";
 import { discoverPartitions } from "../partition/discover.ts";
-import { segmentsOf } from "../state/segment_state.ts";
+import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type Catalog, catalogFormat, loadCatalog } from "./catalog.ts";
 import type { ReadContext } from "./context.ts";
@@ -37,6 +37,11 @@ export interface PartitionSummary {
   remoteBytes: number;
   /** Local bytes of DANGLING segments. */
   danglingBytes: number;
+  /**
+   * Sealed local segments of the current generation not yet copied (no record, or a copy
+   * that has not finished), and their `.log` bytes: the copy backlog (KIP-958's copy lag).
+   */
+  copyLag: { segments: number; bytes: number };
   /** How the partition's local state stands, when the agent knows. */
   health?: PartitionHealth;
 }
@@ -78,14 +83,20 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
     localBytes: 0,
     remoteBytes: 0,
     danglingBytes: 0,
+    copyLag: { segments: 0, bytes: 0 },
   };
   const localSize = new Map<bigint, number>();
+  const state = catalog.state;
   for (const e of catalog.entries) {
     if (e.kind !== "segment") continue;
     if (e.local) {
       s.segments.local++;
       s.localBytes += e.local.logSize;
       localSize.set(e.start, e.local.logSize);
+      if (e.local.sealed && !e.remote && !copied(state, e.start)) {
+        s.copyLag.segments++;
+        s.copyLag.bytes += e.local.logSize;
+      }
     }
     if (e.remote) {
       if (e.local) s.segments.uploaded++;
@@ -93,7 +104,6 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
       s.remoteBytes += e.remote.meta.size;
     }
   }
-  const state = catalog.state;
   if (state) {
     for (const generation of state.segments.keys()) {
       for (const r of segmentsOf(state, generation)) {
@@ -104,4 +114,11 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
     }
   }
   return s;
+}
+
+/** True when the segment was copied (and perhaps since deleted remotely by total retention). */
+function copied(state: PartitionState | undefined, start: bigint): boolean {
+  if (!state) return false;
+  const r = getSegment(state, state.generation, start);
+  return r !== undefined && (r.state === "COPY_SEGMENT_FINISHED" || r.deleteCause === "retention");
 }

@@ -4,7 +4,13 @@ import type { EvictionBlockReason } from "./eviction_gate.ts";
 
 /** Hooks the tier worker calls; the metrics layer implements them. */
 export interface TierObserver {
-  upload?(outcome: "ok" | "adopted" | "failed", seconds: number, bytes: number): void;
+  /** One segment copy ended; `partition` is its `"{s}/{t}/{p}"` label. */
+  upload?(
+    outcome: "ok" | "adopted" | "failed",
+    seconds: number,
+    bytes: number,
+    partition: string,
+  ): void;
   lostBeforeUpload?(count: number): void;
   evicted?(count: number): void;
   remoteDeleted?(count: number): void;

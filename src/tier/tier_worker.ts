@@ -45,6 +45,13 @@ export interface PassReport {
   storeUnreachable: boolean;
 }
 
+/** The last finished pass: its report and when it ran (ms since the epoch). */
+export interface PassRecord {
+  report: PassReport;
+  startedAt: number;
+  finishedAt: number;
+}
+
 /** Everything the tier worker needs from the outside. */
 export interface TierEnv {
   config: Config;
@@ -92,6 +99,7 @@ export class TierWorker {
   #running?: Promise<PassReport>;
   /** The eviction route was said (at the first pass). */
   #announced = false;
+  #lastPass?: PassRecord;
   /** Passes, housekeeping runs and compactions run one at a time, in order. */
   #serial: Promise<unknown> = Promise.resolve();
 
@@ -259,10 +267,25 @@ export class TierWorker {
 
   /** Runs one pass; a call while a pass runs joins that pass. */
   pass(): Promise<PassReport> {
-    this.#running ??= this.#exclusively(() => this.#pass()).finally(() => {
+    this.#running ??= this.#exclusively(async () => {
+      const startedAt = this.#shared.clock.now();
+      const report = await this.#pass();
+      this.#lastPass = { report, startedAt, finishedAt: this.#shared.clock.now() };
+      return report;
+    }).finally(() => {
       this.#running = undefined;
     });
     return this.#running;
+  }
+
+  /** The last finished pass (for the status page); undefined before the first one ends. */
+  get lastPass(): PassRecord | undefined {
+    return this.#lastPass;
+  }
+
+  /** Partitions whose state could not be opened, with why (tried again every pass). */
+  get failedToOpen(): ReadonlyMap<string, string> {
+    return this.#failedOpen;
   }
 
   #stopped(): boolean {

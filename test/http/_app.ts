@@ -19,7 +19,7 @@ export function appFor(
     apiToken?: string;
     admin?: AdminOperations;
     read?: Partial<ReadContextOptions>;
-    damaged?: AppOptions["damaged"];
+    agent?: AppOptions["agent"];
   } = {},
 ): TestApp {
   const registry = new Registry();
@@ -33,7 +33,7 @@ export function appFor(
     apiToken: o.apiToken ?? "",
     admin: o.admin,
     storeDescription: "in-memory sim store",
-    damaged: o.damaged,
+    agent: o.agent,
   });
   return { app, registry, metrics, ready };
 }

@@ -1,6 +1,7 @@
 // The HTTP API through `app.request`: health, readiness, metrics, the partition list, record
 // reads (raw and JSON, gaps), the status page and admin authentication.
 import assert from "node:assert/strict";
+import type { AgentView } from "../../src/http/status_model.ts";
 import { Buffer } from "node:buffer";
 import { incarnationHex } from "../../src/layout/partition.ts";
 import { parseExposition, sampleValue } from "../metrics/_exposition.ts";
@@ -61,11 +62,17 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
     assert.equal(list.length, 1);
     const p = list[0];
     assert.deepEqual(Object.keys(p).sort(), [
+      "copied",
+      "copy_lag",
+      "copy_rate_bytes_per_second",
+      "eta_seconds",
+      "first_pass_done",
       "format",
       "generation",
       "incarnation",
       "local_bytes",
       "partition",
+      "problems",
       "remote_bytes",
       "segments",
       "state",
@@ -74,6 +81,13 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
       "tiered_up_to_offset",
       "topic",
     ]);
+    // Without the agent: no rate, no first pass, no copies since start.
+    assert.equal(p.copied, null);
+    assert.equal(p.copy_rate_bytes_per_second, null);
+    assert.equal(p.first_pass_done, null);
+    assert.deepEqual(p.problems, []);
+    assert.equal(typeof p.copy_lag.segments, "number");
+    assert.equal(typeof p.copy_lag.bytes, "string");
     const state = (await s.context().states.state(s.ids))!;
     assert.deepEqual([p.stream, p.topic, p.partition], [0, 0, 0]);
     assert.equal(p.format, "iggy-0.9");
@@ -183,20 +197,46 @@ Deno.test("the status page lists partitions without external assets", async () =
     assert.match(html, /0\/0\/0/);
     assert.match(html, /in-memory sim store/);
     assert.match(html, /Uptime/);
-    assert.doesNotMatch(html, /<script|src=|https?:\/\//i);
+    // Self-contained: an inline refresh script, nothing loaded from elsewhere.
+    assert.doesNotMatch(html, /<script[^>]+src=|<link|src=|https?:\/\//i);
+    assert.match(html, /<noscript><meta http-equiv="refresh" content="5"><\/noscript>/);
+    const fragment = await (await app.request("/?fragment=1")).text();
+    assert.match(fragment, /0\/0\/0/);
+    assert.doesNotMatch(fragment, /<html|<script/);
+    assert.match(await (await app.request("/?refresh=2")).text(), /content="2"/);
   });
 });
 
-Deno.test("the status page names damaged segments with their file and byte, escaped", async () => {
+Deno.test("the status page names a damaged segment with its file and byte, in red, escaped", async () => {
   await withScenario(async (s) => {
-    const reason = "/data/0.log @ byte 4242: frame checksum mismatch <b>";
-    const damaged = () => [{ partition: "0/0/0", segment: 96n, reason, since: 0 }];
-    const html = await (await appFor(s, { damaged }).app.request("/")).text();
-    assert.match(html, /Damaged segments/);
-    assert.match(html, /0\/0\/0 segment 96/);
+    // The copy phase's error line for a damaged sealed segment, as the pass report carries it.
+    const line = "/data/0.log @ byte 4242: frame checksum mismatch <b> " +
+      "(segment 96 is damaged: not copied)";
+    const work = {
+      firstPassDone: true,
+      copied: { segments: 0, bytes: 0 },
+      bytesPerSecond: 0,
+      errors: [line],
+      storeUnreachable: false,
+      pending: 1,
+      blocked: [],
+    };
+    const agent: AgentView = {
+      partition: (label) => label === "0/0/0" ? work : undefined,
+      passes: () => ({
+        firstPass: { done: true, partitionsDone: 1, partitionsTotal: 1 },
+        last: undefined,
+      }),
+      store: () => ({ stalled: false, throttledRequests: 0 }),
+      bytesPerSecond: () => 0,
+      cache: () => undefined,
+      housekeeping: () => undefined,
+    };
+    const html = await (await appFor(s, { agent }).app.request("/")).text();
+    assert.match(html, /<div class="bad" data-problem="damaged"/);
     assert.ok(html.includes("/data/0.log @ byte 4242: frame checksum mismatch &#60;b&#62;"), html);
     const clean = await (await appFor(s).app.request("/")).text();
-    assert.doesNotMatch(clean, /Damaged segments/);
+    assert.doesNotMatch(clean, /data-problem="damaged"/);
   });
 });
 

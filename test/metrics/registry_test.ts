@@ -73,6 +73,7 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
     floor: 99n,
     segments: { dangling: 1 },
     danglingBytes: 5,
+    copyLag: { segments: 2, bytes: 7 },
   });
   observePartitions(m, [part(0, 100), part(1, 200)]);
   observePartitions(m, [part(1, 300)]); // partition 0 went away
@@ -93,13 +94,15 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
       "tierd_cache_evictions_total",
       "tierd_store_requests_total",
       "tierd_store_throttled_total",
-      "tierd_dangling_remote_log_count",
+      "tierd_dangling_remote_log_segments",
       "tierd_dangling_remote_log_bytes",
       "tierd_segments_lost_before_upload_total",
       "tierd_evictions_total",
       "tierd_remote_deletes_total",
       "tierd_remote_objects_missing_total",
       "tierd_tiered_up_to_offset",
+      "tierd_remote_copy_lag_bytes",
+      "tierd_remote_copy_lag_segments",
     ]
   ) {
     assert.ok(f.has(name), name);
@@ -116,7 +119,10 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
     sampleValue(f, "tierd_tiered_up_to_offset", { stream: "1", topic: "2", partition: "1" }),
     99,
   );
-  assert.equal(sampleValue(f, "tierd_dangling_remote_log_count", { stream: "1", topic: "2" }), 1);
+  assert.equal(
+    sampleValue(f, "tierd_dangling_remote_log_segments", { stream: "1", topic: "2" }),
+    1,
+  );
   assert.equal(sampleValue(f, "tierd_upload_duration_seconds_count"), 0);
 });
 

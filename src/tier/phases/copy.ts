@@ -190,7 +190,12 @@ async function copyOne(
     const seconds = (ctx.clock.monotonic() - started) / 1000;
     if (outcome === "adopted") out.adopted++;
     else out.copied++;
-    ctx.observer.upload?.(outcome === "adopted" ? "adopted" : "ok", seconds, src.meta.size);
+    ctx.observer.upload?.(
+      outcome === "adopted" ? "adopted" : "ok",
+      seconds,
+      src.meta.size,
+      ledger.label,
+    );
     // The stall gauge follows each copy as it ends: a pass under an outage can run for several
     // upload deadlines, far too late for the pass's own summary.
     ctx.observer.stalled?.(0);
@@ -206,7 +211,12 @@ async function copyOne(
     out.failed++;
     noteFailure(out, src.keys.log, err);
     if (out.storeUnreachable) ctx.observer.stalled?.(1);
-    ctx.observer.upload?.("failed", (ctx.clock.monotonic() - started) / 1000, 0);
+    ctx.observer.upload?.(
+      "failed",
+      (ctx.clock.monotonic() - started) / 1000,
+      0,
+      ledger.label,
+    );
     await ledger.record({
       type: "dangling",
       segment: seg.start,

@@ -1,0 +1,197 @@
+// The status model: each partition's problems in words (stalled, blocked, damaged, failed,
+// rebuilt), topics summed from their partitions, the first pass's progress and the copy ETA,
+// and the page's markup for them (red for what is wrong).
+import assert from "node:assert/strict";
+import type { PartitionSummary } from "../../src/read/partitions.ts";
+import {
+  type AgentView,
+  partitionProblems,
+  type PartitionWork,
+  statusJson,
+} from "../../src/http/status_model.ts";
+import { renderStatusFragment, renderStatusPage } from "../../src/http/status_page.ts";
+
+function summary(partition: number, o: Partial<PartitionSummary> = {}): PartitionSummary {
+  return {
+    stream: 1,
+    topic: 2,
+    partition,
+    format: "iggy-0.9",
+    incarnation: 0x0123456789abcdefn,
+    generation: 0n,
+    floor: 99n,
+    segments: { local: 3, uploaded: 1, remote: 4, dangling: 0 },
+    localBytes: 3000,
+    remoteBytes: 5000,
+    danglingBytes: 0,
+    copyLag: { segments: 2, bytes: 2000 },
+    health: { state: "ok" },
+    ...o,
+  };
+}
+
+function work(o: Partial<PartitionWork> = {}): PartitionWork {
+  return {
+    firstPassDone: true,
+    copied: { segments: 5, bytes: 5000 },
+    bytesPerSecond: 100,
+    errors: [],
+    storeUnreachable: false,
+    pending: 0,
+    blocked: [],
+    ...o,
+  };
+}
+
+function agent(works: Record<string, PartitionWork>, stalled = false): AgentView {
+  return {
+    partition: (label) => works[label],
+    passes: () => ({
+      firstPass: { done: false, partitionsDone: 1, partitionsTotal: 2 },
+      last: {
+        startedAt: 1_750_000_000_000,
+        finishedAt: 1_750_000_002_500,
+        errors: stalled ? ["iggy/x.log: connect ECONNREFUSED 127.0.0.1:9000"] : [],
+        copied: 3,
+        failed: stalled ? 1 : 0,
+        evicted: 0,
+      },
+    }),
+    store: () => ({ stalled, throttledRequests: 19 }),
+    bytesPerSecond: () => 200,
+    cache: () => ({
+      bytes: 512,
+      budgetBytes: 1024,
+      objects: 2,
+      maxObjects: 100,
+      hits: 3,
+      misses: 1,
+    }),
+    housekeeping: () => ({
+      lastRun: undefined,
+      lastJobs: [],
+      requestsUsed: 0,
+      verifyInProgress: false,
+      unrepairable: 0,
+    }),
+  };
+}
+
+const inputs = {
+  version: "0.0.0-test",
+  store: "s3 store",
+  now: 1_750_000_003_000,
+  uptimeSeconds: 61,
+};
+
+Deno.test("a partition's problems: stalled on a store fault, blocked, damaged, failed, rebuilt", () => {
+  assert.deepEqual(partitionProblems(summary(0), work()), []);
+  const stalled = partitionProblems(
+    summary(0),
+    work({ storeUnreachable: true, pending: 2, errors: ["x.log: connect ECONNREFUSED"] }),
+  );
+  assert.deepEqual(stalled, [{
+    kind: "stalled",
+    severity: "bad",
+    reason: "store unreachable: x.log: connect ECONNREFUSED",
+  }]);
+  const blocked = partitionProblems(
+    summary(0),
+    work({ blocked: ["eviction waits for consumer group 7 at offset 120"] }),
+  );
+  assert.equal(blocked[0].kind, "blocked");
+  assert.match(blocked[0].reason, /consumer group 7/);
+  const damaged = partitionProblems(
+    summary(0),
+    work({ errors: ["/b/0001.log: record checksum mismatch at byte 4096"] }),
+  );
+  assert.equal(damaged[0].kind, "damaged");
+  const failed = partitionProblems(
+    summary(0, { health: { state: "failed", detail: "EACCES journal" } }),
+    undefined,
+  );
+  assert.deepEqual(failed.map((p) => [p.kind, p.severity]), [["failed", "bad"]]);
+  const rebuilt = partitionProblems(
+    summary(0, { health: { state: "rebuilt", detail: "no journal" } }),
+    work(),
+  );
+  assert.deepEqual(rebuilt.map((p) => [p.kind, p.severity]), [["rebuilt", "warn"]]);
+});
+
+Deno.test("the status sums topics, shows first-pass progress, rate and ETA", () => {
+  const s = statusJson([summary(0), summary(1, { floor: 50n })], {
+    ...inputs,
+    ready: true,
+    agent: agent({ "1/2/0": work(), "1/2/1": work({ firstPassDone: false }) }),
+  });
+  assert.equal(s.partitions.length, 2);
+  assert.equal(s.partitions[0].eta_seconds, 20); // 2000 bytes at 100 B/s
+  assert.equal(s.partitions[1].first_pass_done, false);
+  assert.deepEqual(s.first_pass, {
+    done: false,
+    partitions_done: 1,
+    partitions_total: 2,
+    segments_copied: 10,
+    segments_backlog: 14,
+    bytes_copied: "10000",
+    bytes_backlog: "14000",
+  });
+  assert.deepEqual(s.copy, {
+    lag_segments: 4,
+    lag_bytes: "4000",
+    rate_bytes_per_second: 200,
+    eta_seconds: 20,
+  });
+  assert.equal(s.topics.length, 1);
+  const t = s.topics[0];
+  assert.equal(t.partitions, 2);
+  assert.equal(t.local_bytes, "6000");
+  assert.equal(t.tiered_up_to_offset, "50");
+  assert.equal(t.copy_rate_bytes_per_second, 200);
+  assert.equal(s.cache?.hit_ratio, 0.75);
+  assert.equal(s.last_pass?.duration_ms, 2500);
+  assert.deepEqual(s.stalled, { stalled: false, reason: null, throttled_requests: 19 });
+  const html = renderStatusFragment(s);
+  assert.match(html, /First pass in progress: 1 of 2 partitions, 10 of 14 segments copied/);
+  assert.match(html, /hit ratio 75\.0%/);
+  assert.doesNotMatch(html, /class="bad/);
+});
+
+Deno.test("a stall shows in red with its reason, per partition and per topic", () => {
+  const s = statusJson([summary(0)], {
+    ...inputs,
+    ready: true,
+    agent: agent({
+      "1/2/0": work({
+        storeUnreachable: true,
+        pending: 2,
+        errors: ["iggy/x.log: connect ECONNREFUSED 127.0.0.1:9000"],
+        bytesPerSecond: 0,
+      }),
+    }, true),
+  });
+  assert.equal(s.stalled?.stalled, true);
+  assert.match(s.stalled!.reason!, /^store unreachable: iggy\/x\.log: connect ECONNREFUSED/);
+  assert.equal(s.partitions[0].eta_seconds, null);
+  assert.match(s.topics[0].problems[0].reason, /^partition 0: store unreachable/);
+  const html = renderStatusPage(s);
+  assert.match(html, /<p id="stall" class="bad banner"><b>Uploads stalled<\/b>: store unreachable/);
+  assert.match(html, /19 throttled requests/);
+  assert.match(
+    html,
+    /<div class="bad" data-problem="stalled" title="[^"]*"><b>stalled<\/b>: store/,
+  );
+  assert.match(html, /<td>none while stalled<\/td>/);
+});
+
+Deno.test("every value on the page is escaped", () => {
+  const s = statusJson([summary(0)], {
+    ...inputs,
+    store: "<img src=x onerror=alert(1)>",
+    ready: false,
+    agent: agent({ "1/2/0": work({ errors: ["<script>alert(1)</script>"] }) }),
+  });
+  const html = renderStatusFragment(s);
+  assert.doesNotMatch(html, /<img|<script/);
+  assert.match(html, /not ready/);
+});

@@ -1,0 +1,64 @@
+// The agent's side of the status: a partition's work from its last pass report (errors, the
+// store fault flag, pending copies, why its eviction waits), the first pass's progress from the worker, and the store's state from the metrics.
+import assert from "node:assert/strict";
+import { Registry } from "../../src/metrics/registry.ts";
+import { createTierdMetrics } from "../../src/metrics/tierd.ts";
+import { initStoreSeries } from "../../src/metrics/instrument_store.ts";
+import { agentView } from "../../src/runtime/agent_view.ts";
+import { CopyProgress } from "../../src/runtime/progress.ts";
+import type { TierWorker } from "../../src/tier/tier_worker.ts";
+import { FakeClock } from "../_fake_clock.ts";
+
+Deno.test("the agent view reads the worker, the progress and the metrics", () => {
+  const clock = new FakeClock();
+  const progress = new CopyProgress(clock);
+  clock.advance(2000);
+  progress.copied("1/1/0", 4000);
+  const metrics = createTierdMetrics(new Registry());
+  initStoreSeries(metrics);
+  metrics.uploadStalled.set(undefined, 1);
+  metrics.storeThrottled.inc({ op: "put" }, 3);
+  metrics.storeThrottled.inc({ op: "head" }, 2);
+  const report = {
+    errors: ["x.log: connect ECONNREFUSED"],
+    storeUnreachable: true,
+    pending: 4,
+  };
+  const worker = {
+    partitions: [
+      {
+        label: "1/1/0",
+        lastPass: report,
+        evictionBlock: {
+          reason: "consumer_offset",
+          text: "eviction waits for consumer 1 at offset 5",
+        },
+      },
+      { label: "1/1/1", lastPass: undefined },
+    ],
+    failedToOpen: new Map([["1/1/2", "EACCES"]]),
+    lastPass: undefined,
+    housekeeper: {
+      status: () => ({ lastJobs: [], requestsUsed: 0, verifyInProgress: false, unrepairable: 0 }),
+    },
+  } as unknown as TierWorker;
+  const view = agentView({ worker, progress, metrics });
+  assert.deepEqual(view.partition("1/1/0"), {
+    firstPassDone: true,
+    copied: { segments: 1, bytes: 4000 },
+    bytesPerSecond: 2000,
+    errors: report.errors,
+    storeUnreachable: true,
+    pending: 4,
+    blocked: ["eviction waits for consumer 1 at offset 5"],
+  });
+  assert.equal(view.partition("1/1/1")?.firstPassDone, false);
+  assert.equal(view.partition("1/1/2")?.firstPassDone, false);
+  assert.equal(view.partition("9/9/9"), undefined);
+  assert.deepEqual(view.passes(), {
+    firstPass: { done: false, partitionsDone: 1, partitionsTotal: 3 },
+    last: undefined,
+  });
+  assert.deepEqual(view.store(), { stalled: true, throttledRequests: 5 });
+  assert.equal(view.cache(), undefined);
+});
