@@ -10,7 +10,8 @@ import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { createApp } from "../http/app.ts";
-import { listenOptions, serve } from "../http/serve.ts";
+import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
+import { createIggyHttp, type IggyHttp } from "../iggy_http/app.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
 import { cacheObserver, tierObserver } from "../metrics/observers.ts";
@@ -33,6 +34,11 @@ export async function runCommand(args: string[]): Promise<number> {
   if (!config.tiered_storage.enabled) {
     throw new UsageError(
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
+    );
+  }
+  if (config.agent.iggy_http.listen !== "" && config.agent.broker.http_url === "") {
+    throw new UsageError(
+      `${ctx.configPath}: agent.iggy_http.listen needs agent.broker.http_url, the broker it fronts`,
     );
   }
   // One agent per state dir, for the life of the process (the kernel drops it on exit).
@@ -163,11 +169,34 @@ async function runAgent(
     clock,
     logger,
   });
-  logger.info("http api listening", {
-    url: `http://${
-      server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname
-    }:${server.port}/`,
-  });
+  logger.info("http api listening", { url: serverUrl(server) });
+  // The Iggy-compatible listener: the broker's own HTTP API, reading through to the bucket.
+  let iggy: { handler: IggyHttp; server: RunningServer } | undefined;
+  if (config.agent.iggy_http.listen !== "") {
+    const handler = createIggyHttp({
+      read,
+      brokerUrl: config.agent.broker.http_url,
+      authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
+      logger,
+      clock,
+    });
+    iggy = {
+      handler,
+      server: await serve(handler, {
+        ...listenOptions(config.agent.iggy_http.listen),
+        signal: stop.signal,
+        headerTimeoutMs: config.agent.http_header_timeout,
+        idleTimeoutMs: config.agent.http_idle_timeout,
+        maxConnections: config.agent.http_max_connections || undefined,
+        clock,
+        logger,
+      }),
+    };
+    logger.info("iggy http api listening", {
+      url: serverUrl(iggy.server),
+      broker: config.agent.broker.http_url,
+    });
+  }
   try {
     await loop(worker, config.agent.data_dir, config.tiered_storage.upload_loop_backoff_max, {
       signal: stop.signal,
@@ -183,8 +212,15 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    await iggy?.server.close();
+    iggy?.handler.close();
     logger.info("stopped");
   }
+}
+
+function serverUrl(server: RunningServer): string {
+  const host = server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
+  return `http://${host}:${server.port}/`;
 }
 
 async function loop(
