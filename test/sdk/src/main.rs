@@ -10,6 +10,7 @@
 //! `tierd-sdk-client --token URL JWT STREAM TOPIC PARTITION` polls once with the given access
 //! token instead of logging in, and prints `error CODE` (the SDK's error) or `messages N`.
 
+use iggy::http::http_client::HttpClient;
 use iggy::prelude::*;
 use std::process::ExitCode;
 use std::sync::Arc;
