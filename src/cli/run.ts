@@ -11,7 +11,8 @@ import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { requireHost } from "../config/host.ts";
 import { humanSize } from "../config/units.ts";
 import { createApp } from "../http/app.ts";
-import { listenOptions, serve } from "../http/serve.ts";
+import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
+import { createIggyHttp, type IggyHttp } from "../iggy_http/app.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
 import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
@@ -64,6 +65,11 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   if (!config.tiered_storage.enabled) {
     throw new UsageError(
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
+    );
+  }
+  if (config.agent.iggy_http.listen !== "" && config.agent.broker.http_url === "") {
+    throw new UsageError(
+      `${ctx.configPath}: agent.iggy_http.listen needs agent.broker.http_url, the broker it fronts`,
     );
   }
   // An agent over a missing or empty data dir would idle forever, looking fine: refuse instead.
@@ -266,17 +272,40 @@ async function runAgent(
     clock,
     logger,
   });
-  logger.info("http api listening", {
-    url: `http://${
-      server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname
-    }:${server.port}/`,
-  });
+  logger.info("http api listening", { url: serverUrl(server) });
   // Ready once every partition is open (journal replay, boot reconciliation), not after the
   // first pass, which takes hours with a big backlog; open() runs before the first pass.
   worker.open().then(
     (n) => markReady(`store probe passed, ${n} partition journals replayed`),
     (err) => logger.error("opening the partitions failed; ready after the first pass", { err }),
   );
+  // The Iggy-compatible listener: the broker's own HTTP API, reading through to the bucket.
+  let iggy: { handler: IggyHttp; server: RunningServer } | undefined;
+  if (config.agent.iggy_http.listen !== "") {
+    const handler = createIggyHttp({
+      read,
+      brokerUrl: config.agent.broker.http_url,
+      authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
+      logger,
+      clock,
+    });
+    iggy = {
+      handler,
+      server: await serve(handler, {
+        ...listenOptions(config.agent.iggy_http.listen),
+        signal: stop.signal,
+        headerTimeoutMs: config.agent.http_header_timeout,
+        idleTimeoutMs: config.agent.http_idle_timeout,
+        maxConnections: config.agent.http_max_connections || undefined,
+        clock,
+        logger,
+      }),
+    };
+    logger.info("iggy http api listening", {
+      url: serverUrl(iggy.server),
+      broker: config.agent.broker.http_url,
+    });
+  }
   try {
     await loop(worker, config, {
       signal: stop.signal,
@@ -292,9 +321,16 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    await iggy?.server.close();
+    iggy?.handler.close();
     systemd?.close();
     logger.info("stopped");
   }
+}
+
+function serverUrl(server: RunningServer): string {
+  const host = server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
+  return `http://${host}:${server.port}/`;
 }
 
 async function loop(

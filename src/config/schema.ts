@@ -52,6 +52,14 @@ export interface BrokerConfig {
   personal_access_token: string;
 }
 
+/** `[agent.iggy_http]`: a second listener speaking the broker's own HTTP API (src/iggy_http/). */
+export interface IggyHttpConfig {
+  /** `host:port`, e.g. `"127.0.0.1:3001"`; `""` = off. @default "" */
+  listen: string;
+  /** Milliseconds a client token's broker check is reused per partition. @default 1 s */
+  auth_cache_ttl: number;
+}
+
 /** `[agent]`: the sidecar process itself. */
 export interface AgentConfig {
   /**
@@ -98,6 +106,7 @@ export interface AgentConfig {
    */
   read_memory_budget: number;
   broker: BrokerConfig;
+  iggy_http: IggyHttpConfig;
 }
 
 /** `[tiered_storage.housekeeping]`: background jobs that run when the agent is idle. */
@@ -538,6 +547,19 @@ const brokerSchema = z.strictObject({
   personal_access_token: z.string().prefault(""),
 });
 
+const iggyHttpSchema = z.strictObject({
+  listen: z.string().refine((s) => {
+    if (s === "") return true;
+    try {
+      parseListen(s);
+      return true;
+    } catch {
+      return false;
+    }
+  }, { message: `${LISTEN_EXPECTED}, or "" for off` }).prefault(""),
+  auth_cache_ttl: duration(finite).prefault("1 s"),
+});
+
 const agentSchema = z.strictObject({
   data_dir: z.string({
     error: (iss) =>
@@ -570,6 +592,7 @@ const agentSchema = z.strictObject({
   http_max_connections: int(0).prefault(0),
   read_memory_budget: size().prefault("0"),
   broker: brokerSchema.prefault({}),
+  iggy_http: iggyHttpSchema.prefault({}),
 }, {
   error: (iss) =>
     iss.code === "invalid_type" && iss.input === undefined

@@ -88,6 +88,7 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       http_max_connections: 0,
       read_memory_budget: 0,
       broker: { http_url: "", username: "", password: "", personal_access_token: "" },
+      iggy_http: { listen: "", auth_cache_ttl: 1_000 },
     },
     tiered_storage: {
       enabled: false,

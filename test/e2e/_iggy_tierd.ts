@@ -23,6 +23,8 @@ export interface TierdOptions {
   topic: number;
   /** `local_retention_size` of the topic, e.g. `"3 MiB"`. */
   localRetention: string;
+  /** TOML appended to the config (whole tables, such as `[agent.iggy_http]`). */
+  extraConfig?: string;
 }
 
 /** One partition in `GET /v1/partitions`. */
@@ -140,7 +142,7 @@ local_retention_size = "${o.localRetention}"
 export async function startTierd(o: TierdOptions): Promise<Tierd> {
   const listen = `127.0.0.1:${freePort()}`;
   const configPath = join(o.dir, "tierd.toml");
-  await Deno.writeTextFile(configPath, tierdConfigText(o, listen));
+  await Deno.writeTextFile(configPath, tierdConfigText(o, listen) + (o.extraConfig ?? ""));
   const env: Record<string, string> = {
     TIERD_BROKER_PASSWORD: IGGY_ROOT.password,
     ...(o.store.kind === "s3" ? s3Env(o.store.minio) : {}),

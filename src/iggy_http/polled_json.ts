@@ -1,0 +1,38 @@
+// The broker's poll answer (`PolledMessages`, core/common/src/types/message/polled_messages.rs)
+// as JSON text, field for field and in the broker's order: `{"partition_id":u32,
+// "current_offset":u64,"count":u32,"messages":[{"header":{"checksum":u64,"id":u128,"offset":u64,
+// "timestamp":u64,"origin_timestamp":u64,"user_headers_length":u32,"payload_length":u32,
+// "reserved":u64},"payload":base64,"user_headers":…}]}` — every integer a plain JSON number,
+// u128 ids included (serde_json writes them so). The message values follow what each version
+// puts in a header: 0.8 the stored 64-byte message header; 0.9 the stored frame (checksum, id,
+// lengths) with `offset` = base offset + delta, `timestamp` = the batch's base timestamp and
+// `origin_timestamp` = the batch's origin timestamp + the frame's delta — which is what tierd's
+// codecs decode.
+import type { Message } from "../format/types.ts";
+import { base64, userHeadersJson } from "./user_headers.ts";
+
+/** A message to render: a decoded one and its stored checksum. */
+export interface PolledMessage {
+  message: Message;
+  checksum: bigint;
+}
+
+/** One message as the broker writes it. */
+export function messageJson(p: PolledMessage): string {
+  const m = p.message;
+  return `{"header":{"checksum":${p.checksum},"id":${m.id},"offset":${m.offset},` +
+    `"timestamp":${m.timestamp},"origin_timestamp":${m.originTimestamp},` +
+    `"user_headers_length":${m.userHeaders.length},"payload_length":${m.payload.length},` +
+    `"reserved":0},"payload":"${base64(m.payload)}","user_headers":${
+      userHeadersJson(m.userHeaders)
+    }}`;
+}
+
+/**
+ * A whole poll answer.
+ * @param messages each message's JSON text (from {@link messageJson} or the broker's own answer)
+ */
+export function polledJson(partition: number, currentOffset: bigint, messages: string[]): string {
+  return `{"partition_id":${partition},"current_offset":${currentOffset},"count":${messages.length},` +
+    `"messages":[${messages.join(",")}]}`;
+}

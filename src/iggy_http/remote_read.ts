@@ -1,0 +1,105 @@
+// The part of a poll the broker no longer has, read through tierd's read path (cache, store,
+// local files) and decoded into messages: whole records from `readRecords`, then the messages
+// of the range asked for — a 0.9 batch that starts below the offset contributes only its
+// messages from there on, as the broker slices it (core/partitions/src/journal.rs
+// `select_batch_slice`). Every chunk read reserves its bytes from the node's read budget until
+// the answer has been sent.
+import type { PartitionId } from "../layout/partition.ts";
+import { codecFor } from "../format/codecs.ts";
+import { MESSAGE_HEADER_SIZE } from "../format/iggy08.ts";
+import { FRAME_HEADER_SIZE } from "../format/iggy09.ts";
+import type { FormatName } from "../format/types.ts";
+import type { ReadContext } from "../read/context.ts";
+import { OffsetBelowRetention, OffsetPastEnd } from "../read/errors.ts";
+import { readRecords, type ReadResult } from "../read/read_records.ts";
+import type { PolledMessage } from "./polled_json.ts";
+
+/** Bytes of records asked for per read. */
+export const CHUNK_BYTES = 4 * 1024 * 1024;
+/** How long a read waits in line for read memory before the poll answers 503. */
+const BUDGET_WAIT_MS = 2_000;
+
+/** What to read. */
+export interface RemoteRange {
+  partition: PartitionId;
+  /** The first offset wanted (for a `timestamp` poll, the offset it resolved to). */
+  from: bigint;
+  /** The broker's first retained offset: messages at or past it are the broker's to give. */
+  until: bigint;
+  /** Messages wanted at most. */
+  count: number;
+  /** Record bytes read at most (at least one message is always taken). */
+  maxBytes: number;
+  readerId?: string;
+}
+
+/** What was read. */
+export interface RemoteSlice {
+  messages: PolledMessage[];
+  /** The offset after the last message taken (or where the read stopped). */
+  next: bigint;
+  /** True when the read stopped at `until`: the rest is the broker's. */
+  reachedBroker: boolean;
+}
+
+/** The stored checksum of a decoded message: the first 8 bytes of its header, before its payload. */
+function checksumOf(r: ReadResult, payload: Uint8Array, format: FormatName): bigint {
+  if (payload.buffer !== r.bytes.buffer) {
+    throw new Error("decoded payload is not a view into the read's bytes");
+  }
+  const header = format === "iggy-0.8" ? MESSAGE_HEADER_SIZE : FRAME_HEADER_SIZE;
+  return new DataView(r.bytes.buffer).getBigUint64(payload.byteOffset - header, true);
+}
+
+/**
+ * Reads messages `from`..`until` (exclusive), at most `count`, stopping before a gap.
+ *
+ * @param releases receives the read-budget releases; call them once the answer is sent
+ * @throws {ReadError} as `readRecords` does (503-class errors for a slow store)
+ */
+export async function readRemote(
+  ctx: ReadContext,
+  range: RemoteRange,
+  releases: (() => void)[],
+): Promise<RemoteSlice> {
+  const messages: PolledMessage[] = [];
+  let cur = range.from;
+  let taken = 0;
+  while (messages.length < range.count && cur < range.until && taken < range.maxBytes) {
+    const want = Math.min(CHUNK_BYTES, range.maxBytes - taken);
+    releases.push(await ctx.budget?.acquire(want, BUDGET_WAIT_MS) ?? (() => {}));
+    let r: ReadResult;
+    try {
+      r = await readRecords(ctx, {
+        partition: range.partition,
+        offset: cur,
+        maxBytes: want,
+        readerId: range.readerId,
+      });
+    } catch (err) {
+      if (
+        err instanceof OffsetBelowRetention && messages.length === 0 && err.firstAvailable > cur
+      ) {
+        cur = err.firstAvailable; // gone remotely too: start where tierd's copies start
+        continue;
+      }
+      if (err instanceof OffsetPastEnd) break;
+      throw err;
+    }
+    if (r.gap && messages.length > 0) break; // an answer never spans lost offsets
+    const codec = codecFor(r.format);
+    const file =
+      `partition ${range.partition.stream}/${range.partition.topic}/${range.partition.partition}`;
+    for (const record of codec.walk(r.bytes, { file, startOffset: r.firstOffset, verify: false })) {
+      for (const m of codec.messages(r.bytes, record, file)) {
+        if (m.offset < cur || m.offset >= range.until || messages.length >= range.count) continue;
+        messages.push({ message: m, checksum: checksumOf(r, m.payload, r.format) });
+      }
+    }
+    taken += r.bytes.length;
+    const last = messages.at(-1)?.message.offset;
+    cur = last !== undefined && last + 1n < r.nextOffset ? last + 1n : r.nextOffset;
+    if (messages.length >= range.count) cur = last! + 1n;
+  }
+  return { messages, next: cur, reachedBroker: cur >= range.until };
+}

@@ -1,0 +1,231 @@
+// The Iggy-compatible listener over a scenario partition (a prefix evicted to a SimStore) with a
+// stand-in broker that answers polls of the offsets it still has in the broker's JSON: polls below
+// its first offset come from tierd and continue with the broker's own poll; a refused token reads
+// nothing from the store; auto-commit stores the offset with the client's token; a store outage
+// answers 503 + Retry-After; everything else passes through byte for byte, bodies streamed.
+import assert from "node:assert/strict";
+import { codecFor } from "../../src/format/codecs.ts";
+import type { Message } from "../../src/format/types.ts";
+import { createIggyHttp, type IggyHttp } from "../../src/iggy_http/app.ts";
+import { messageJson, polledJson, type PolledMessage } from "../../src/iggy_http/polled_json.ts";
+import { buildScenario, type Scenario } from "../read/_scenario.ts";
+
+const GOOD = "Bearer good-token";
+
+/** Every message of the scenario, with its stored checksum (first 8 bytes of its header). */
+function allMessages(s: Scenario, format: "iggy-0.8" | "iggy-0.9"): PolledMessage[] {
+  const codec = codecFor(format);
+  const out: PolledMessage[] = [];
+  for (const r of s.records) {
+    const info = [...codec.walk(r.bytes, {
+      file: "x",
+      startOffset: r.firstOffset,
+      expectedOffset: r.firstOffset,
+      verify: false,
+    })][0];
+    for (const m of codec.messages(r.bytes, info, "x")) {
+      const header = format === "iggy-0.8" ? 64 : 48;
+      const checksum = new DataView(r.bytes.buffer).getBigUint64(
+        m.payload.byteOffset - header,
+        true,
+      );
+      out.push({ message: m as Message, checksum });
+    }
+  }
+  return out;
+}
+
+interface Broker {
+  url: string;
+  calls: { method: string; path: string; auth: string | null; body: string }[];
+  close(): Promise<void>;
+}
+
+/** A broker that has the offsets from `first` on. */
+function fakeBroker(messages: PolledMessage[], first: bigint): Broker {
+  const calls: Broker["calls"] = [];
+  const current = messages.at(-1)!.message.offset;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url);
+    const auth = req.headers.get("authorization");
+    const body = req.body ? await req.text() : "";
+    calls.push({ method: req.method, path: url.pathname + url.search, auth, body });
+    if (auth !== GOOD) return new Response(null, { status: 401 });
+    if (req.method === "POST") {
+      return new Response(`got ${body.length}`, { status: 201, headers: { "x-broker": "yes" } });
+    }
+    if (req.method === "PUT") return new Response(null, { status: 204 });
+    if (url.pathname.endsWith("/consumer-offsets")) {
+      return Response.json({
+        id: 404,
+        code: "not_found",
+        reason: "Resource not found",
+        field: null,
+      }, { status: 404 });
+    }
+    if (url.pathname.endsWith("/messages")) {
+      const p = url.searchParams;
+      const count = Number(p.get("count") ?? 10);
+      const from = p.get("kind") === "first" ? first : BigInt(p.get("value") ?? 0);
+      const start = from < first ? first : from;
+      const picked = messages.filter((m) => m.message.offset >= start).slice(0, count);
+      const text = polledJson(Number(p.get("partition_id") ?? 0), current, picked.map(messageJson));
+      return new Response(text, { headers: { "content-type": "application/json" } });
+    }
+    return new Response(new Uint8Array([0, 1, 2, 255]), { headers: { "x-other": "1" } });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    calls,
+    close: () => server.shutdown(),
+  };
+}
+
+async function withListener(
+  fn: (
+    o: { s: Scenario; iggy: IggyHttp; broker: Broker; messages: PolledMessage[]; first: bigint },
+  ) => Promise<void>,
+) {
+  const s = await buildScenario({
+    format: "iggy-0.9",
+    before: 60,
+    after: 30,
+    segmentSize: 1500,
+    payloadSize: 40,
+    messagesPerBatch: 3,
+    evict: 2,
+  });
+  const messages = allMessages(s, "iggy-0.9");
+  const first = s.records.find((r) => !r.evicted)!.firstOffset;
+  const broker = fakeBroker(messages, first);
+  const iggy = createIggyHttp({ read: s.context(), brokerUrl: broker.url, authCacheTtlMs: 0 });
+  try {
+    await fn({ s, iggy, broker, messages, first });
+  } finally {
+    iggy.close();
+    await broker.close();
+    await s.cleanup();
+  }
+}
+
+const poll = (query: string, auth: string | null = GOOD) =>
+  new Request(`http://tierd/streams/0/topics/0/messages?${query}`, {
+    headers: auth ? { authorization: auth } : {},
+  });
+
+Deno.test("a poll below the broker's first offset is tierd's, continued with the broker's poll", async () => {
+  await withListener(async ({ iggy, broker, messages, first }) => {
+    assert.ok(first > 10n, `the broker starts at ${first}`);
+    const count = Number(first) + 5;
+    const res = await iggy.fetch(poll(`partition_id=0&kind=offset&value=1&count=${count}`));
+    assert.equal(res.status, 200);
+    const want = polledJson(
+      0,
+      messages.at(-1)!.message.offset,
+      messages.slice(1, 1 + count).map(messageJson),
+    );
+    assert.equal(await res.text(), want);
+    const continued = broker.calls.find((c) => c.path.includes(`value=${first}&`));
+    assert.ok(continued, "the rest came from the broker's own poll");
+    assert.ok(broker.calls.every((c) => c.auth === GOOD), "always with the client's token");
+
+    const firstKind = await iggy.fetch(poll("kind=first&count=3"));
+    assert.equal(
+      await firstKind.text(),
+      polledJson(0, messages.at(-1)!.message.offset, messages.slice(0, 3).map(messageJson)),
+    );
+    const next = await iggy.fetch(poll("kind=next&count=2&consumer_id=9"));
+    assert.equal(
+      await next.text(),
+      polledJson(0, messages.at(-1)!.message.offset, messages.slice(0, 2).map(messageJson)),
+    );
+  });
+});
+
+Deno.test("a refused token reads nothing from the store and gets the broker's answer", async () => {
+  await withListener(async ({ s, iggy }) => {
+    const gets = s.store.requestCount("get");
+    for (const auth of ["Bearer wrong", null]) {
+      const res = await iggy.fetch(poll("kind=offset&value=0&count=10", auth));
+      assert.equal(res.status, 401);
+      assert.equal(await res.text(), "");
+    }
+    assert.equal(s.store.requestCount("get"), gets, "no store request for a refused client");
+  });
+});
+
+Deno.test("auto_commit stores the last answered offset through the broker, with the client's token", async () => {
+  await withListener(async ({ iggy, broker }) => {
+    const res = await iggy.fetch(
+      poll("consumer_id=5&partition_id=0&kind=offset&value=2&count=4&auto_commit=true"),
+    );
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    const put = broker.calls.find((c) => c.method === "PUT");
+    assert.ok(put);
+    assert.equal(put.auth, GOOD);
+    assert.deepEqual(JSON.parse(put.body), { consumer_id: "5", partition_id: 0, offset: 5 });
+    assert.ok(!broker.calls.some((c) => c.path.includes("auto_commit=true")), "no double commit");
+  });
+});
+
+Deno.test("a store outage answers 503 with Retry-After in the broker's error shape", async () => {
+  await withListener(async ({ s, iggy }) => {
+    s.store.setFaults({ unavailable: true });
+    const res = await iggy.fetch(poll("kind=offset&value=0&count=10"));
+    assert.equal(res.status, 503);
+    assert.ok(Number(res.headers.get("retry-after")) >= 1);
+    const body = await res.json();
+    assert.deepEqual(Object.keys(body), ["id", "code", "reason", "field"]);
+    assert.equal(body.id, 503);
+  });
+});
+
+Deno.test("everything else passes through byte for byte, request bodies streamed", async () => {
+  await withListener(async ({ iggy, broker, first }) => {
+    const local = await iggy.fetch(poll(`kind=offset&value=${first + 2n}&count=3`));
+    const direct = await fetch(
+      `${broker.url}/streams/0/topics/0/messages?kind=offset&value=${first + 2n}&count=3`,
+      {
+        headers: { authorization: GOOD },
+      },
+    );
+    assert.equal(await local.text(), await direct.text());
+    const big = "x".repeat(1_500_000);
+    const produced = await iggy.fetch(
+      new Request("http://tierd/streams/0/topics/0/messages", {
+        method: "POST",
+        headers: {
+          authorization: GOOD,
+          "content-type": "application/json",
+          connection: "keep-alive",
+        },
+        body: new Blob([big]).stream(),
+        duplex: "half",
+      } as RequestInit),
+    );
+    assert.equal(produced.status, 201);
+    assert.equal(produced.headers.get("x-broker"), "yes");
+    assert.equal(await produced.text(), `got ${big.length}`);
+    const other = await iggy.fetch(
+      new Request("http://tierd/stats", { headers: { authorization: GOOD } }),
+    );
+    assert.deepEqual(new Uint8Array(await other.arrayBuffer()), new Uint8Array([0, 1, 2, 255]));
+    const put = await iggy.fetch(
+      new Request("http://tierd/x", {
+        method: "PUT",
+        headers: { authorization: GOOD },
+        body: "{}",
+      }),
+    );
+    assert.equal(put.status, 204);
+    assert.equal(put.body, null);
+    const named = await iggy.fetch(
+      new Request("http://tierd/streams/name/topics/0/messages?kind=offset&value=0&count=2", {
+        headers: { authorization: GOOD },
+      }),
+    );
+    assert.equal(named.status, 200, "a named stream is the broker's");
+    await named.body?.cancel();
+  });
+});
