@@ -67,11 +67,6 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
       `${ctx.configPath}: tiered_storage.enabled is false; set it to true to run the agent`,
     );
   }
-  if (config.agent.iggy_http.listen !== "" && config.agent.broker.http_url === "") {
-    throw new UsageError(
-      `${ctx.configPath}: agent.iggy_http.listen needs agent.broker.http_url, the broker it fronts`,
-    );
-  }
   // An agent over a missing or empty data dir would idle forever, looking fine: refuse instead.
   await requireHost(config, ctx.configPath);
   // One agent per state dir, for the life of the process (the kernel drops it on exit).

@@ -44,6 +44,13 @@ export function checkRules(config: Config): RuleViolation[] {
     }
   }
 
+  if (config.agent.iggy_http.listen !== "" && config.agent.broker.http_url === "") {
+    need(
+      ["agent", "broker", "http_url"],
+      "the broker's HTTP API URL when agent.iggy_http.listen is set (the broker it fronts)",
+    );
+  }
+
   if (ts.enabled) {
     const when = `when enabled = true and backend = "${ts.backend}"`;
     switch (ts.backend) {

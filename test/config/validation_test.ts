@@ -287,3 +287,15 @@ Deno.test("CLI: config check exits 2 naming key and value; run refuses a missing
     await tmp.cleanup();
   }
 });
+
+Deno.test("an Iggy-compatible listener needs the broker it fronts", () => {
+  const e = refuse(agent('[agent.iggy_http]\nlisten = "127.0.0.1:3001"\n'));
+  assert.match(e.message, /agent\.broker\.http_url: expected .*agent\.iggy_http\.listen is set/);
+  parseConfig(
+    agent(
+      '[agent.broker]\nhttp_url = "http://127.0.0.1:3000"\n[agent.iggy_http]\nlisten = "127.0.0.1:3001"\n',
+    ),
+    SOURCE,
+    {},
+  );
+});
