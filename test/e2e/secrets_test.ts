@@ -106,7 +106,7 @@ backend = "s3"
 segment_upload_timeout = "5 s"
 upload_loop_backoff_max = "200 ms"
 [tiered_storage.s3]
-bucket = "b"
+bucket = "bkt"
 region = "us-east-1"
 endpoint = "${endpoint}"
 url_style = "path"

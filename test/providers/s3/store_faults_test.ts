@@ -218,9 +218,15 @@ Deno.test("s3 faults: ranged GET — 206, a 200 for the whole object, 416", asyn
 });
 
 Deno.test("s3 faults: a request past its timeout is Transport; the caller's abort stays an abort", async () => {
+  // A fetch that never answers. A real one holds a socket, which keeps the event loop alive
+  // while the (unref'd) request timeout runs; this one holds a timer instead.
   const hang: FetchFn = (_url, init) =>
     new Promise((_resolve, reject) => {
-      init.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true });
+      const socket = setInterval(() => {}, 1000);
+      init.signal?.addEventListener("abort", () => {
+        clearInterval(socket);
+        reject(init.signal?.reason);
+      }, { once: true });
     });
   const timed = new S3Store({
     endpoint: "http://s3.test:9000",
