@@ -16,16 +16,17 @@ import type { Logger } from "../log.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import type { PartitionState } from "../state/segment_state.ts";
 import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
-import { BrokerClient } from "./broker_client.ts";
-import { brokerHttpUrl, BrokerPresence, type BrokerWatch } from "./broker_presence.ts";
+import type { BrokerClient } from "./broker_client.ts";
+import type { BrokerWatch } from "./broker_presence.ts";
 import type { EvictionBlock } from "./eviction_gate.ts";
-import { BrokerEvictor, type Evictor, GuardedUnlinkEvictor, UnlinkEvictor } from "./evictor.ts";
+import type { Evictor } from "./evictor.ts";
+import { chooseEvictor, describeEviction } from "./eviction_route.ts";
+import { partitionHealth } from "./partition_health.ts";
 import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
 import { TokenBucket } from "../cache/token_bucket.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
-import { FIRST_SEEN } from "./boot.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
 import type { JobOutcome } from "./housekeeping/job.ts";
 
@@ -185,53 +186,7 @@ export class TierWorker {
     const failed = this.#failedOpen.get(label);
     if (failed) return { state: "failed", detail: failed };
     const p = this.partitions.find((a) => a.label === label);
-    if (!p) return undefined;
-    const { damage, incarnation } = p.boot;
-    if (damage) {
-      return {
-        state: "rebuilt",
-        detail: `${damage.reason}; kept at ${damage.keptAt}; rebuilt from the bucket`,
-      };
-    }
-    if (incarnation.kind === "rebuilt") {
-      return {
-        state: "rebuilt",
-        detail: `no journal: rebuilt from the bucket (${incarnation.rebuilt.segments} segments)`,
-      };
-    }
-    // Anything else boot had to mend, in words: the journal fell behind the bucket (a cut-short
-    // journal is rebuilt in part), or the directory or the markers were not what it said.
-    const { tornTail, adopted, evictionsRecorded, quarantined } = p.boot;
-    const notes: string[] = [];
-    if (tornTail) {
-      notes.push(
-        `journal ${tornTail.path} ended in an incomplete record: cut at byte ` +
-          `${tornTail.validBytes} (${tornTail.droppedBytes} bytes dropped)`,
-      );
-    }
-    if (adopted > 0) {
-      notes.push(`${adopted} copies the journal did not list adopted from the bucket`);
-    }
-    if (evictionsRecorded > 0) {
-      notes.push(`${evictionsRecorded} evictions the journal lacked recorded from their markers`);
-    }
-    if (incarnation.kind === "moved") {
-      notes.push(`directory moved or restored, same incarnation: ${incarnation.reason}`);
-    }
-    if (incarnation.kind === "new" && incarnation.reason !== FIRST_SEEN) {
-      notes.push(`new incarnation: ${incarnation.reason}`);
-    }
-    if (quarantined.length > 0) {
-      notes.push(
-        `${quarantined.length} marker(s) quarantined: ${quarantined[0].path}: ${
-          quarantined[0].reason
-        }${quarantined.length > 1 ? ", …" : ""}`,
-      );
-    }
-    return {
-      state: adopted > 0 ? "rebuilt" : "ok",
-      ...(notes.length > 0 && { detail: notes.join("; ") }),
-    };
+    return p && partitionHealth(p.boot);
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */
@@ -410,52 +365,6 @@ export class TierWorker {
     for (const p of this.#partitions.values()) await p.close();
     this.#partitions.clear();
   }
-}
-
-/** The evictor `evict_via` asks for (see `resolveEvictVia`; `auto` unlinks only when safe). */
-function chooseEvictor(env: TierEnv, clock: Clock): Evictor {
-  const { config } = env;
-  if (env.broker || resolveEvictVia(config) === "broker") {
-    return new BrokerEvictor(env.broker ?? new BrokerClient(config.agent.broker));
-  }
-  if (config.agent.evict_via === "unlink") return new UnlinkEvictor();
-  return new GuardedUnlinkEvictor(
-    env.brokerWatch ?? new BrokerPresence({ dataDir: config.agent.data_dir, clock }),
-  );
-}
-
-/** The line said once at start about how segments leave the broker (none without eviction). */
-async function describeEviction(
-  config: Config,
-  evictor: Evictor,
-): Promise<{ msg: string; fields: Record<string, unknown> } | undefined> {
-  const evicts = config.topic.some((t) =>
-    t.tiered_storage && (Number.isFinite(t.local_retention_size) ||
-      Number.isFinite(t.local_retention_age))
-  );
-  if (!evicts) return undefined;
-  if (evictor instanceof BrokerEvictor) {
-    return {
-      msg: "evicted segments leave through the broker's DeleteSegments",
-      fields: { evict_via: config.agent.evict_via, broker: evictor.client.where },
-    };
-  }
-  if (evictor instanceof GuardedUnlinkEvictor) {
-    return {
-      msg: "evict_via = auto without [agent.broker]: tierd unlinks evicted segments itself, " +
-        "only while no broker runs beside the data directory (it waits while one does)",
-      fields: {
-        evict_via: "auto",
-        data_dir: config.agent.data_dir,
-        checks: `${await brokerHttpUrl(config.agent.data_dir)}/ping and files held open`,
-      },
-    };
-  }
-  return {
-    msg: "evict_via = unlink: tierd unlinks evicted segments itself, which is only safe while " +
-      "the broker is stopped",
-    fields: { evict_via: "unlink", data_dir: config.agent.data_dir },
-  };
 }
 
 function topicKey(id: PartitionId): string {
