@@ -69,7 +69,7 @@ async function faultRig(
       credentials: { accessKeyId: minio.accessKey, secretAccessKey: minio.secretKey },
       urlStyle: "path",
       // What openStore gives every HTTP store.
-      fetch: fetchTimeout === undefined || fetchTimeout > 0 ? undefined : storeFetch(fetchTimeout),
+      fetch: fetchTimeout === undefined ? undefined : storeFetch(fetchTimeout),
     });
   // A bucket per rig: every scenario writes the same keys.
   const bucket = `fault-proxy-${++buckets}`;
