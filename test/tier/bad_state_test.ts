@@ -2,8 +2,8 @@
 // segments truncated behind the agent's back and an unreadable consumer offset file. Each is
 // logged (and counted where the design says so), never trusted, and never crashes the agent.
 import assert from "node:assert/strict";
-import { appendFile, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { appendFile, mkdir, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { Clock } from "../../providers/clock.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
@@ -432,6 +432,54 @@ Deno.test("a dangling copy whose object no longer matches the rewritten local se
     } finally {
       await w2.close();
     }
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("a partition whose state cannot be opened is reported failed; the others are tiered, and it opens once it can", async () => {
+  const r = await rig();
+  try {
+    const other = { ...ID, partition: 1 };
+    const otherSegments = await generatePartition({
+      format: r.format,
+      dataDir: r.config.agent.data_dir,
+      ...other,
+      messages: 600,
+      segmentSize: 16 * 1024,
+      payloadSize: 100,
+    });
+    // Partition 0's state directory cannot be made (a file stands in its place), as with a
+    // full or read-only state volume: its open fails on every pass until that is fixed.
+    await rm(r.stateDir, { recursive: true, force: true });
+    await mkdir(dirname(r.stateDir), { recursive: true });
+    await writeFile(r.stateDir, "not a directory");
+    const w = r.worker();
+    const report = await w.pass();
+    const failed = report.partitions.find((p) => p.partition === "0/0/0");
+    assert.ok(failed, "the partition that failed to open is in the pass report");
+    assert.ok(failed.errors.some((e) => e.includes(r.stateDir)), failed.errors.join("\n"));
+    assert.equal(w.health(ID)?.state, "failed");
+    assert.ok(w.health(ID)?.detail?.includes(r.stateDir), w.health(ID)?.detail);
+    // The other partition is copied in full, sealed segments all.
+    const copied = await durableState(r.config.agent.state_dir, other);
+    const sealed = otherSegments.slice(0, -1).map((s) => s.startOffset); // the last one is active
+    assert.deepEqual(
+      segmentsOf(copied).filter((s) => s.state === "COPY_SEGMENT_FINISHED").map((s) => s.start),
+      sealed,
+    );
+    noPassFailed(r);
+    // Fixed by the operator: the next pass opens it and copies it too.
+    await rm(r.stateDir);
+    const again = await w.pass();
+    assert.deepEqual(again.partitions.find((p) => p.partition === "0/0/0")?.errors, []);
+    assert.equal(w.health(ID)?.state, "ok");
+    const mine = await durableState(r.config.agent.state_dir, ID);
+    assert.deepEqual(
+      segmentsOf(mine).filter((s) => s.state === "COPY_SEGMENT_FINISHED").map((s) => s.start),
+      r.segments.slice(0, -1).map((s) => s.startOffset),
+    );
+    await w.close();
   } finally {
     await r.cleanup();
   }
