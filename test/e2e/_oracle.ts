@@ -216,9 +216,19 @@ export class BrokerOracle {
       for (const s of chain) {
         const rec = records.get(s.start);
         const stem = segmentStem(s.start);
-        if (present.has(s.start)) {
+        // A running agent may evict a segment between the listing and this read: one gone by
+        // now is checked as evicted (its marker and copy came before the unlink).
+        const local = present.has(s.start)
+          ? await readFile(join(this.brokerDir(p), `${stem}.log`)).then(
+            (b) => new Uint8Array(b),
+            (err) => {
+              if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+              throw err;
+            },
+          )
+          : undefined;
+        if (local) {
           // (a) local bytes are the bytes the broker sealed (tierd never writes them)
-          const local = new Uint8Array(await readFile(join(this.brokerDir(p), `${stem}.log`)));
           assert.equal(xxh3_128(local), s.checksum, `${at}: broker ${stem}.log changed`);
         } else {
           evicted++;

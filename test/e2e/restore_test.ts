@@ -322,7 +322,9 @@ if (await minioAvailable("restore tests against MinIO")) {
               child.kill("SIGKILL");
             };
             let gets = 0;
-            const killAt = 1 + Math.floor(random() * 12);
+            // Early enough that a kill lands even when little is left to download (each run
+            // resumes where the last one died), so at least three of them always do.
+            const killAt = 1 + Math.floor(random() * 4);
             if (aim === "get") {
               tap.on((e) => {
                 if (e.op === "GetObject" && e.phase === "request" && ++gets >= killAt) {
@@ -331,7 +333,7 @@ if (await minioAvailable("restore tests against MinIO")) {
               });
             }
             const timer = aim === "timer"
-              ? setTimeout(() => kill("a random moment"), 200 + Math.floor(random() * 1200))
+              ? setTimeout(() => kill("a random moment"), 100 + Math.floor(random() * 600))
               : undefined;
             const watcher = aim === "journal"
               ? Deno.watchFs(h.config.agent.state_dir, { recursive: true })
