@@ -29,7 +29,13 @@ export interface RunOptions {
   sampleMs?: number;
 }
 
-async function readStatus(pid: number): Promise<{ hwm?: number; rss?: number } | undefined> {
+/**
+ * A process's peak (VmHWM) and current (VmRSS) resident set in KiB, from /proc/<pid>/status;
+ * undefined when it is gone.
+ */
+export async function readStatus(
+  pid: number,
+): Promise<{ hwm?: number; rss?: number } | undefined> {
   try {
     const text = await Deno.readTextFile(`/proc/${pid}/status`);
     const kib = (name: string) => {
@@ -53,6 +59,16 @@ export async function readCpu(pid: number): Promise<{ user: number; system: numb
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU seconds (user, system) used so far by this process's children that have exited and been
+ * waited for (cutime and cstime of /proc/self/stat): exact, however short-lived they were.
+ */
+export async function exitedChildrenCpu(): Promise<{ user: number; system: number }> {
+  const text = await Deno.readTextFile("/proc/self/stat");
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return { user: Number(fields[13]) / CLOCK_TICKS, system: Number(fields[14]) / CLOCK_TICKS };
 }
 
 /** Runs `command` to completion, timing it from spawn to exit. */

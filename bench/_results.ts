@@ -4,6 +4,7 @@
 // are kept, so each figure stays as its own last run left it.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { MiB, smokeSegmentSize } from "./_stats.ts";
 
 /** The `bench/` directory. */
 export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -34,12 +35,17 @@ export interface ResultDetails {
   settings?: Record<string, unknown>;
   /** Anything a reader should know (bottlenecks, caveats). */
   notes?: string;
+  /** Why the figure was not measured (its value is then null). */
+  not_measured?: string;
+  /** Set when the run used smoke sizes (`TIERD_BENCH_SEGMENT_MIB`): not a real figure. */
+  smoke?: string;
   [key: string]: unknown;
 }
 
 /** One figure in `latest.json`. */
 export interface BenchResult {
-  value: number;
+  /** The figure; null when it could not be measured (`details.not_measured` says why). */
+  value: number | null;
   /** e.g. `"≥ 1.0 (stretch 2.0)"` or `"≤ 256"`; the first comparison decides `met`. */
   target: string;
   met: boolean;
@@ -85,9 +91,39 @@ export function recordResult(
     value,
     target,
     met: meetsTarget(value, target),
-    details,
+    details: smokeMarked(details),
     date: new Date().toISOString(),
   });
+}
+
+/**
+ * Records that a figure could not be measured in this run (a peer program is missing, say):
+ * its value is null, it does not meet its target, and `reason` is shown instead.
+ * @param target the figure's target, as {@link recordResult} would have it
+ */
+export function recordNotMeasured(
+  key: string,
+  target: string,
+  reason: string,
+  details: ResultDetails = {},
+): void {
+  meetsTarget(0, target); // the same check of the target as a measured figure gets
+  const notes = `not measured: ${reason}` + (details.notes ? `. ${details.notes}` : "");
+  pending.set(key, {
+    value: null,
+    target,
+    met: false,
+    details: smokeMarked({ ...details, not_measured: reason, notes }),
+    date: new Date().toISOString(),
+  });
+}
+
+/** Marks the details of a smoke run (small sizes), so its figures are not taken as real ones. */
+function smokeMarked(details: ResultDetails): ResultDetails {
+  const size = smokeSegmentSize();
+  if (size === undefined) return details;
+  const smoke = `TIERD_BENCH_SEGMENT_MIB=${size / MiB}: smoke sizes, not a real figure`;
+  return { ...details, smoke, notes: `SMOKE (${smoke}). ${details.notes ?? ""}`.trim() };
 }
 
 /** Describes this machine (once per process). */
@@ -175,10 +211,13 @@ const ORDER = [
   "sign_ratio_vs_aws4fetch",
   "upload_ratio_vs_rclone",
   "upload_ratio_vs_awscli",
+  "upload_ratio_vs_curl_put",
   "upload_peak_rss_mib",
   "cold_ttfb_ratio_vs_direct_get",
   "warm_ratio_vs_local",
   "readahead_scan_ratio",
+  "cold_scan_ratio_vs_direct_get",
+  "read_peak_rss_mib_24x64mib",
   "boot_seconds_100k_segments",
   "rss_bytes_per_segment",
 ];
@@ -191,7 +230,8 @@ function orderedKeys(results: Record<string, BenchResult>): string[] {
   return Object.keys(results).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
-function formatValue(value: number): string {
+function formatValue(value: number | null): string {
+  if (value === null) return "not measured";
   if (!Number.isFinite(value)) return String(value);
   const abs = Math.abs(value);
   return abs >= 100 ? value.toFixed(0) : abs >= 10 ? value.toFixed(1) : value.toFixed(2);
@@ -215,6 +255,11 @@ function machineLine(m: MachineInfo): string {
     `Deno ${m.deno}, tierd ${m.commit}`;
 }
 
+function metCell(r: BenchResult): string {
+  if (r.value === null) return "not measured";
+  return r.met ? "yes" : "**no**";
+}
+
 /** The `RESULTS.md` page for a results file: a table of every figure, then each one's method. */
 export function renderMarkdown(file: ResultsFile): string {
   const keys = orderedKeys(file.results);
@@ -233,9 +278,7 @@ export function renderMarkdown(file: ResultsFile): string {
     const r = file.results[key];
     const note = r.details.notes ?? "";
     lines.push(
-      `| \`${key}\` | ${formatValue(r.value)} | ${cell(r.target)} | ${
-        r.met ? "yes" : "**no**"
-      } | ` +
+      `| \`${key}\` | ${formatValue(r.value)} | ${cell(r.target)} | ${metCell(r)} | ` +
         `${r.date.slice(0, 10)} | ${cell(note)} |`,
     );
   }
@@ -243,8 +286,12 @@ export function renderMarkdown(file: ResultsFile): string {
     const r = file.results[key];
     const d = r.details;
     lines.push("", `## \`${key}\``, "");
-    lines.push(`Value ${formatValue(r.value)}, target ${r.target}: ${r.met ? "met" : "not met"}.`);
-    lines.push(`Measured ${r.date} on ${machineLine(r.machine)}.`);
+    lines.push(
+      r.value === null
+        ? `Not measured (${d.not_measured ?? "no reason given"}); target ${r.target}.`
+        : `Value ${formatValue(r.value)}, target ${r.target}: ${r.met ? "met" : "not met"}.`,
+    );
+    lines.push(`${r.value === null ? "Run" : "Measured"} ${r.date} on ${machineLine(r.machine)}.`);
     if (d.method) lines.push("", `Method: ${d.method}`);
     if (d.settings) {
       lines.push("", "tierd settings:", "");

@@ -22,3 +22,24 @@ export function round(value: number, digits = 3): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
+
+/**
+ * `TIERD_BENCH_SEGMENT_MIB` as bytes, or undefined when unset: the segment size a smoke run
+ * uses instead of the real one (the upload and read benchmarks), to check that a benchmark works
+ * end to end in seconds. Figures measured so are not comparable and say so.
+ * @throws {Error} when it is set to something other than a positive number
+ */
+export function smokeSegmentSize(): number | undefined {
+  const raw = Deno.env.get("TIERD_BENCH_SEGMENT_MIB");
+  if (raw === undefined || raw === "") return undefined;
+  const mib = Number(raw);
+  if (!Number.isFinite(mib) || mib <= 0) {
+    throw new Error(`TIERD_BENCH_SEGMENT_MIB must be a positive number of MiB, got ${raw}`);
+  }
+  return Math.round(mib * MiB);
+}
+
+/** The segment size of a benchmark: {@link smokeSegmentSize} when set, else `real` bytes. */
+export function benchSegmentSize(real: number): number {
+  return smokeSegmentSize() ?? real;
+}

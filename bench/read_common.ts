@@ -10,19 +10,21 @@ import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
 import { tierdBinary } from "./_proc.ts";
 import { ensureSegments, type SegmentSet, type SegmentSetSpec, WORK_DIR } from "./_segments.ts";
-import { median, MiB, progress } from "./_stats.ts";
+import { benchSegmentSize, median, MiB, progress, round } from "./_stats.ts";
 import { type BenchStore, emptyPrefix, listPrefix, openBenchStore } from "./_store.ts";
 
+/** Segment size of the read partition: 64 MiB (TIERD_BENCH_SEGMENT_MIB in a smoke run). */
+const READ_SEGMENT = benchSegmentSize(64 * MiB);
 /** The partition the read benchmarks use: 24 sealed segments of 64 MiB, 4 KiB payloads. */
 export const READ_LAYOUT: SegmentSetSpec = {
-  name: "read-1p-24x64MiB",
+  name: `read-1p-24x${READ_SEGMENT / MiB}MiB`,
   partitions: 1,
   sealedPerPartition: 24,
-  segmentSize: 64 * MiB,
+  segmentSize: READ_SEGMENT,
   payloadSize: 4096,
 };
-/** `local_retention_size` of the topic: the newest ~4 sealed segments stay local. */
-export const LOCAL_RETENTION = "300 MiB";
+/** `local_retention_size` of the topic (300 MiB): the newest ~4 sealed segments stay local. */
+export const LOCAL_RETENTION = `${round(READ_SEGMENT / MiB * 300 / 64, 3)} MiB`;
 const FORMAT = "iggy-0.9" as const;
 
 /** One sealed segment of the read partition. */

@@ -1,11 +1,17 @@
-// `readahead_scan_ratio`: MB/s of a sequential cold scan of the whole evicted range through
-// tierd's HTTP API with adaptive readahead (`cache.readahead_max` default) ÷ the same scan with
-// readahead off (`readahead_max = 0`). Each scan runs on a fresh `tierd run` (the compiled
-// binary) with an empty cache directory, over the same objects. Loopback MinIO answers in well
-// under a millisecond, which hides what readahead is for, so the headline puts a delay proxy
-// (bench/read_proxy.ts, a separate process) in front of MinIO that holds every request for a
-// fixed time, emulating a real store's first-byte latency; the scan straight against MinIO is
-// recorded too (`readahead_scan_ratio_no_added_latency`).
+// `readahead_scan_ratio` and `cold_scan_ratio_vs_direct_get`: MB/s of a sequential cold scan of
+// the whole evicted range through tierd's HTTP API by a plain client — no `x-tierd-reader`
+// header, each read starting at the previous answer's `x-tierd-next-offset`, so tierd's adaptive
+// readahead (`cache.readahead_max` default) follows it by continuity —
+//   ÷ the same scan with readahead defeated (each request names a new `x-tierd-reader`, so no
+//     read continues an earlier one): `readahead_scan_ratio`;
+//   ÷ a direct streamed GET of the same `.log` objects, one after another (presigned, the body
+//     consumed as a stream): the machine's own limit, `cold_scan_ratio_vs_direct_get`.
+// Each tierd scan runs on a fresh `tierd run` (the compiled binary) with an empty cache
+// directory, over the same objects. Loopback MinIO answers in well under a millisecond, which
+// hides what readahead is for, so the headlines put a delay proxy (bench/read_proxy.ts, a
+// separate process) in front of MinIO that holds every request for a fixed time, emulating a
+// real store's first-byte latency; the scans straight against MinIO are recorded too
+// (`readahead_scan_ratio_no_added_latency`, `cold_scan_ratio_vs_direct_get_no_added_latency`).
 import { join } from "node:path";
 import { S3Store } from "../providers/s3/store.ts";
 import { ChunkCache, chunkCacheOptions } from "../src/cache/mod.ts";
@@ -35,29 +41,47 @@ import { type DelayProxy, startDelayProxy } from "./read_proxy.ts";
 const MAX_BYTES = 1 * MiB;
 /** Added store latency of the headline, per request (one way, before the store sees it). */
 const DELAY_MS = 10;
-const ROUNDS = 2;
+
+/** Options of {@link runReadScanBench}. */
+export interface ReadScanBenchOptions {
+  /** Scans of each kind per added latency; the median counts. @default 2 */
+  rounds?: number;
+}
+
+/** The kinds of scan: through tierd with readahead, through tierd without, the store itself. */
+type ScanKind = "plain" | "off" | "direct";
+
+const KIND_LABEL: Record<ScanKind, string> = {
+  plain: "tierd, plain client (no reader header: readahead by continuity, readahead_max 4)",
+  off: "tierd, readahead defeated (a new x-tierd-reader on every request)",
+  direct: "direct streamed GET of each .log, one after another",
+};
 
 interface Scan {
+  kind: ScanKind;
   readahead: string;
   delayMs: number;
   bytes: number;
   requests: number;
   seconds: number;
   mbps: number;
-  storeGets: number;
-  cacheHits: number;
-  cacheMisses: number;
-  fetches: Record<string, number>;
+  /** tierd scans only: what the agent did, from its metrics. */
+  storeGets?: number;
+  cacheHits?: number;
+  cacheMisses?: number;
+  fetches?: Record<string, number>;
 }
 
 /**
- * One scan on a fresh server. Readahead is per reader: with `readerId` the reads carry the same
- * `x-tierd-reader` header (adaptive readahead, tierd's default readahead_max); without it they
- * carry none, which turns readahead off for them (the config refuses readahead_max = 0).
+ * One scan through tierd, on a fresh server. Readahead is per reader: with `kind` "plain" the
+ * reads carry no header, and each starts at the previous answer's next offset, which tierd takes
+ * as the same reader going on (adaptive readahead, tierd's default readahead_max); with "off"
+ * every read names a reader of its own, so none continues another and readahead never opens
+ * (the config refuses readahead_max = 0).
  */
 async function scanOnce(
   data: ReadData,
-  readerId: string | undefined,
+  kind: "plain" | "off",
   proxy: DelayProxy | undefined,
   name: string,
 ): Promise<Scan> {
@@ -70,9 +94,10 @@ async function scanOnce(
     let requests = 0;
     const t0 = performance.now();
     while (offset < data.firstLocalOffset) {
-      const res = await fetch(recordsUrl(data, server, offset, MAX_BYTES), {
-        headers: readerId ? { "x-tierd-reader": readerId } : {},
-      });
+      const headers: Record<string, string> = kind === "off"
+        ? { "x-tierd-reader": `scan-off-${requests}` }
+        : {};
+      const res = await fetch(recordsUrl(data, server, offset, MAX_BYTES), { headers });
       const body = await res.arrayBuffer();
       if (res.status !== 200) {
         throw new Error(
@@ -91,7 +116,10 @@ async function scanOnce(
     const d = (name: string, filter = "") =>
       metricSum(after, name, filter) - metricSum(before, name, filter);
     return {
-      readahead: readerId ? "on: x-tierd-reader, readahead_max 4 (default)" : "off: no reader id",
+      kind,
+      readahead: kind === "plain"
+        ? "on: no header, continuity (readahead_max 4, default)"
+        : "off: a new x-tierd-reader per request",
       delayMs: proxy?.delayMs ?? 0,
       bytes,
       requests,
@@ -110,6 +138,52 @@ async function scanOnce(
   } finally {
     await server.stop();
   }
+}
+
+/**
+ * The peer: every evicted `.log` object fetched whole, in offset order, one at a time, through
+ * the same endpoint tierd reads from (the delay proxy, or MinIO itself), each by a presigned URL
+ * with Deno's fetch, its body consumed as a stream and counted (checked against the size);
+ * timed from the first request to the last body byte.
+ */
+async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promise<Scan> {
+  const store = proxy
+    ? new S3Store({
+      endpoint: proxy.endpoint,
+      region: data.store.region,
+      bucket: data.store.bucket,
+      credentials: { accessKeyId: data.store.accessKey, secretAccessKey: data.store.secretKey },
+      urlStyle: "path",
+    })
+    : data.store.client;
+  const evicted = data.segments.filter((s) => s.evicted);
+  let bytes = 0;
+  const t0 = performance.now();
+  for (const seg of evicted) {
+    const res = await fetch(await store.presignGet(seg.key, 3600));
+    if (res.status !== 200 || !res.body) {
+      throw new Error(`direct GET of ${seg.key} answered ${res.status}: ${await res.text()}`);
+    }
+    const reader = res.body.getReader();
+    let n = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      n += value.byteLength;
+    }
+    if (n !== seg.size) throw new Error(`direct GET of ${seg.key}: ${n} bytes, not ${seg.size}`);
+    bytes += n;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    kind: "direct",
+    readahead: "n/a: the store itself",
+    delayMs: proxy?.delayMs ?? 0,
+    bytes,
+    requests: evicted.length,
+    seconds: round(seconds, 3),
+    mbps: round(bytes / 1e6 / seconds, 1),
+  };
 }
 
 /**
@@ -255,8 +329,9 @@ async function diagnose(data: ReadData, config: string) {
   return { read_path: readPath, cache_alone_sequential: direct };
 }
 
-/** Runs the benchmark and records its figures. @returns the headline ratio */
-export async function runReadScanBench(): Promise<number> {
+/** Runs the benchmark and records its figures. @returns the headline readahead ratio */
+export async function runReadScanBench(options: ReadScanBenchOptions = {}): Promise<number> {
+  const rounds = options.rounds ?? 2;
   const data = await prepareReadData("read_scan");
   try {
     const evicted = data.segments.filter((s) => s.evicted);
@@ -266,96 +341,148 @@ export async function runReadScanBench(): Promise<number> {
       `scanning ${evicted.length} evicted segments (${(evictedBytes / MiB).toFixed(0)} MiB), ` +
         `max_bytes ${MAX_BYTES / MiB} MiB per request`,
     );
-    const byDelay: Record<number, { on: Scan[]; off: Scan[] }> = {};
+    const kinds: ScanKind[] = ["plain", "off", "direct"];
+    const byDelay: Record<number, Record<ScanKind, Scan[]>> = {};
     for (const delayMs of [DELAY_MS, 0]) {
       const proxy = delayMs > 0 ? await startDelayProxy(data.store.endpoint, delayMs) : undefined;
-      const on: Scan[] = [];
-      const off: Scan[] = [];
+      const scans: Record<ScanKind, Scan[]> = { plain: [], off: [], direct: [] };
       try {
-        for (let r = 0; r < ROUNDS; r++) {
-          const order = r % 2 === 0 ? [true, false] : [false, true];
-          for (const ra of order) {
+        for (let r = 0; r < rounds; r++) {
+          // Rotate the order, so no kind always goes first.
+          for (let j = 0; j < kinds.length; j++) {
+            const kind = kinds[(r + j) % kinds.length];
             await waitForQuiet(20_000);
-            const scan = await scanOnce(
+            // "on" in the server's name: diagnose() reads that config back.
+            const scan = kind === "direct" ? await directScan(data, proxy) : await scanOnce(
               data,
-              ra ? "backfill-scan" : undefined,
+              kind,
               proxy,
-              `scan-${delayMs}-${ra ? "on" : "off"}-${r}`,
+              `scan-${delayMs}-${kind === "plain" ? "on" : "off"}-${r}`,
             );
-            (ra ? on : off).push(scan);
+            scans[kind].push(scan);
             progress(
               "read_scan",
-              `+${delayMs} ms, readahead ${scan.readahead}: ${scan.mbps} MB/s ` +
-                `(${scan.requests} requests, ${scan.storeGets} store GETs, ${scan.seconds} s)`,
+              `+${delayMs} ms, ${KIND_LABEL[kind]}: ${scan.mbps} MB/s (${scan.requests} ` +
+                `requests${
+                  scan.storeGets === undefined ? "" : `, ${scan.storeGets} store GETs`
+                }, ${scan.seconds} s)`,
             );
           }
         }
       } finally {
         await proxy?.stop();
       }
-      byDelay[delayMs] = { on, off };
+      byDelay[delayMs] = scans;
     }
     progress("read_scan", "diagnosing readahead in-process…");
     const diagnosis = await diagnose(data, join(data.runDir, "tierd-scan-0-on-0.toml"));
     progress("read_scan", JSON.stringify(diagnosis));
-    const ratioOf = (x: { on: Scan[]; off: Scan[] }) =>
-      median(x.on.map((s) => s.mbps)) / median(x.off.map((s) => s.mbps));
-    const headline = ratioOf(byDelay[DELAY_MS]);
-    const loopback = ratioOf(byDelay[0]);
-    const describe = (x: { on: Scan[]; off: Scan[] }) => ({
-      readahead_default_mbps: summary(x.on.map((s) => s.mbps), 1),
-      readahead_off_mbps: summary(x.off.map((s) => s.mbps), 1),
-      scans: [...x.on, ...x.off],
+    const mbps = (delayMs: number, kind: ScanKind) =>
+      median(byDelay[delayMs][kind].map((s) => s.mbps));
+    const readahead = (delayMs: number) => mbps(delayMs, "plain") / mbps(delayMs, "off");
+    const vsDirect = (delayMs: number) => mbps(delayMs, "plain") / mbps(delayMs, "direct");
+    const describe = (delayMs: number) => ({
+      plain_client_mbps: summary(byDelay[delayMs].plain.map((s) => s.mbps), 1),
+      readahead_off_mbps: summary(byDelay[delayMs].off.map((s) => s.mbps), 1),
+      direct_get_mbps: summary(byDelay[delayMs].direct.map((s) => s.mbps), 1),
+      scans: kinds.flatMap((k) => byDelay[delayMs][k]),
     });
-    const method = `tierd: the compiled binary (\`tierd run\`), one fresh server and empty ` +
+    const scanMethod = `tierd: the compiled binary (\`tierd run\`), one fresh server and empty ` +
       `cache directory per scan, over one Iggy 0.9 partition whose ${evicted.length} oldest ` +
       `${READ_LAYOUT.segmentSize / MiB} MiB segments (${(evictedBytes / MiB).toFixed(0)} MiB) ` +
       `were copied to ${data.store.describe} and evicted by the agent (local_retention_size ` +
       `${LOCAL_RETENTION}). A scan reads from offset 0 to the first local offset with ` +
-      `consecutive \`max_bytes=${MAX_BYTES}\` requests following x-tierd-next-offset, one ` +
-      `client, one request at a time, timed from the first request to the last body byte. ` +
-      `Readahead on = every request carries the same \`x-tierd-reader\` header (adaptive ` +
-      `readahead up to tierd's default readahead_max, 4 chunks of 8 MiB); off = the same ` +
-      `server and config, requests without the header (readahead is per named reader; the ` +
-      `config refuses readahead_max = 0, which ChunkCache itself accepts as "off"). ` +
-      `${ROUNDS} scans of each, ` +
-      `order alternating; value = median MB/s on ÷ median MB/s off.`;
-    const settings = { chunk_size: "8 MiB (default)", max_bytes: MAX_BYTES, rounds: ROUNDS };
-    recordResult("readahead_scan_ratio", round(headline, 3), "≥ 2.0", {
-      method: method + ` The store is MinIO behind a delay proxy (bench/read_proxy.ts, its ` +
-        `own process) that holds each request ${DELAY_MS} ms before forwarding it and streams ` +
-        `answers back undelayed: it emulates a real store's per-request first-byte latency ` +
-        `(S3 is typically 10–30 ms), which loopback MinIO lacks. Without the proxy: ` +
-        `readahead_scan_ratio_no_added_latency.`,
+      `consecutive \`max_bytes=${MAX_BYTES}\` requests, each at the previous answer's ` +
+      `x-tierd-next-offset, one client, one request at a time, timed from the first request ` +
+      `to the last body byte. The plain client sends no \`x-tierd-reader\` header: tierd takes ` +
+      `a read that starts where an earlier one ended as the same reader going on, and opens ` +
+      `adaptive readahead for it (up to tierd's default readahead_max, 4 chunks of 8 MiB). `;
+    const offMethod = `Readahead off = the same server and config, every request naming an ` +
+      `\`x-tierd-reader\` of its own, so no read continues another (the config refuses ` +
+      `readahead_max = 0, which ChunkCache itself accepts as "off"). `;
+    const directMethod = `The peer is the store itself: each evicted .log object fetched whole ` +
+      `in offset order, one at a time, through the same endpoint tierd reads from (a presigned ` +
+      `URL, Deno fetch, the body consumed as a stream and its length checked), timed from the ` +
+      `first request to the last body byte. `;
+    const order = `${rounds} scans of each kind (tierd with readahead, tierd without, direct) ` +
+      `per added latency, order rotated each round; `;
+    const proxyNote = ` The store is MinIO behind a delay proxy (bench/read_proxy.ts, its ` +
+      `own process) that holds each request ${DELAY_MS} ms before forwarding it and streams ` +
+      `answers back undelayed: it emulates a real store's per-request first-byte latency ` +
+      `(S3 is typically 10–30 ms), which loopback MinIO lacks.`;
+    const settings = { chunk_size: "8 MiB (default)", max_bytes: MAX_BYTES, rounds };
+    const store = data.store.describe;
+    const diag = `In-process (the same read path and ChunkCache, reader id "diag"): ` +
+      `${diagnosis.read_path.prefetches_started} prefetches started in ` +
+      `${diagnosis.read_path.cache_reads} cache reads ` +
+      `(${diagnosis.read_path.cache_reads_sequential_by_isSequential} sequential by ` +
+      `isSequential); the cache alone, read sequentially with a reader id, gains ` +
+      `${diagnosis.cache_alone_sequential.ratio}× at +${DELAY_MS} ms.`;
+    const gets = (delayMs: number, kind: ScanKind) =>
+      median(byDelay[delayMs][kind].map((s) => s.storeGets ?? NaN));
+    const readaheadNote = (delayMs: number) =>
+      `${delayMs > 0 ? `+${delayMs} ms per store request` : "loopback MinIO"}: plain client ` +
+      `${mbps(delayMs, "plain")} MB/s with readahead (median ${gets(delayMs, "plain")} store ` +
+      `GETs) vs ${mbps(delayMs, "off")} MB/s without (${gets(delayMs, "off")} GETs)`;
+    const directNote = (delayMs: number) =>
+      `${delayMs > 0 ? `+${delayMs} ms per store request` : "loopback MinIO"}: plain client ` +
+      `through tierd ${mbps(delayMs, "plain")} MB/s vs a direct streamed GET of the same ` +
+      `objects ${mbps(delayMs, "direct")} MB/s`;
+    const readaheadPeers = {
+      readahead_off: "the same tierd, every request with an x-tierd-reader of its own",
+      store,
+    };
+    const directPeers = {
+      direct_get: "presigned GET of each whole .log (X-Amz-Expires 3600), Deno fetch, body " +
+        "streamed and counted, same process and connection pool as the API client",
+      store,
+    };
+    const value = (delayMs: number) =>
+      `Value = median MB/s of the plain client ÷ median MB/s ${
+        delayMs > 0 ? `(at +${delayMs} ms)` : "(no added latency)"
+      } of `;
+    recordResult("readahead_scan_ratio", round(readahead(DELAY_MS), 3), "≥ 2.0", {
+      method: scanMethod + offMethod + order + value(DELAY_MS) + "the scan without readahead." +
+        proxyNote + " Without the proxy: readahead_scan_ratio_no_added_latency.",
       settings: { ...settings, added_latency_ms: DELAY_MS },
-      peers: {
-        readahead_off: "the same tierd, reads without x-tierd-reader",
-        store: data.store.describe,
-      },
-      notes: `+${DELAY_MS} ms per store request: ${
-        median(byDelay[DELAY_MS].on.map((s) => s.mbps))
-      } MB/s with readahead vs ${
-        median(byDelay[DELAY_MS].off.map((s) => s.mbps))
-      } MB/s without; no added latency: ratio ${loopback.toFixed(2)}. Readahead never ` +
-        `starts through the API: ${diagnosis.read_path.prefetches_started} prefetches in ` +
-        `${diagnosis.read_path.cache_reads} cache reads (each request asks for [p, p+64 KiB) ` +
-        `then [p, p+max_bytes+256), so no read begins at the previous one's end); the cache ` +
-        `alone, read sequentially with a reader id, gains ${diagnosis.cache_alone_sequential.ratio}× at +${DELAY_MS} ms.`,
-      ...describe(byDelay[DELAY_MS]),
+      peers: readaheadPeers,
+      notes: `${readaheadNote(DELAY_MS)}; no added latency: ratio ${
+        readahead(0).toFixed(2)
+      }. ${diag}`,
+      ...describe(DELAY_MS),
       diagnosis,
     });
-    recordResult("readahead_scan_ratio_no_added_latency", round(loopback, 3), "≥ 2.0", {
-      method: method + " Straight against loopback MinIO (no added latency).",
+    recordResult("readahead_scan_ratio_no_added_latency", round(readahead(0), 3), "≥ 2.0", {
+      method: scanMethod + offMethod + order + value(0) + "the scan without readahead. " +
+        "Straight against loopback MinIO (no added latency).",
       settings: { ...settings, added_latency_ms: 0 },
-      peers: {
-        readahead_off: "the same tierd, reads without x-tierd-reader",
-        store: data.store.describe,
-      },
-      notes: `loopback MinIO: ${median(byDelay[0].on.map((s) => s.mbps))} MB/s with readahead ` +
-        `vs ${median(byDelay[0].off.map((s) => s.mbps))} MB/s without`,
-      ...describe(byDelay[0]),
+      peers: readaheadPeers,
+      notes: readaheadNote(0),
+      ...describe(0),
     });
-    return headline;
+    recordResult("cold_scan_ratio_vs_direct_get", round(vsDirect(DELAY_MS), 3), "≥ 0.5", {
+      method: scanMethod + directMethod + order + value(DELAY_MS) + "the direct GETs." +
+        proxyNote + " Without the proxy: cold_scan_ratio_vs_direct_get_no_added_latency.",
+      settings: { ...settings, added_latency_ms: DELAY_MS },
+      peers: directPeers,
+      notes: `${directNote(DELAY_MS)}; no added latency: ratio ${vsDirect(0).toFixed(2)}.`,
+      ...describe(DELAY_MS),
+    });
+    recordResult("cold_scan_ratio_vs_direct_get_no_added_latency", round(vsDirect(0), 3), "≥ 0.5", {
+      method: scanMethod + directMethod + order + value(0) + "the direct GETs. Straight " +
+        "against loopback MinIO (no added latency).",
+      settings: { ...settings, added_latency_ms: 0 },
+      peers: directPeers,
+      notes: directNote(0),
+      ...describe(0),
+    });
+    progress(
+      "read_scan",
+      `readahead ratio ${readahead(DELAY_MS).toFixed(2)} (+${DELAY_MS} ms), ` +
+        `${readahead(0).toFixed(2)} (loopback); ÷ direct GET ${vsDirect(DELAY_MS).toFixed(2)} ` +
+        `(+${DELAY_MS} ms), ${vsDirect(0).toFixed(2)} (loopback)`,
+    );
+    return readahead(DELAY_MS);
   } finally {
     await data.close();
   }

@@ -1,11 +1,22 @@
-// `upload_ratio_vs_rclone` and `upload_ratio_vs_awscli`: MB/s copying the same sealed segments to
-// the same store, each tool timed end to end (process start to exit): the compiled tierd binary
-// (`run --once`, fresh state and prefix) ÷ `rclone copy` ÷ `aws s3 cp --recursive`.
-import { join } from "node:path";
-import { recordResult } from "./_results.ts";
+// `upload_ratio_vs_rclone`, `upload_ratio_vs_awscli` and `upload_ratio_vs_curl_put`: MB/s copying
+// the same sealed segments to the same store, each tool timed end to end (process start to exit):
+// the compiled tierd binary (`run --once`, fresh state and prefix) ÷ `rclone copy` ÷
+// `aws s3 cp --recursive` ÷ plain `curl --aws-sigv4 -T` PUTs of the files one after another (the
+// machine's own sequential upload rate to that store). A peer program that is not installed
+// leaves its figure "not measured", with the reason; the others are still measured.
+import { basename, join } from "node:path";
+import { recordNotMeasured, recordResult } from "./_results.ts";
 import { ensureSegments, type SegmentSet, warmPageCache, WORK_DIR } from "./_segments.ts";
-import { machineCpu, readCpu, runTimed, type TimedRun, versionOf, waitForQuiet } from "./_proc.ts";
-import { median, MiB, progress, round } from "./_stats.ts";
+import {
+  exitedChildrenCpu,
+  machineCpu,
+  readCpu,
+  runTimed,
+  type TimedRun,
+  versionOf,
+  waitForQuiet,
+} from "./_proc.ts";
+import { benchSegmentSize, median, MiB, progress, round } from "./_stats.ts";
 import { type BenchStore, emptyPrefix, openBenchStore } from "./_store.ts";
 import { checkCopied, runTierd, type TierdSettings } from "./_tierd.ts";
 
@@ -21,13 +32,15 @@ export const TIERD_VARIANTS: Record<string, TierdSettings> = {
   "tierd part_size 16 MiB, upload_concurrency 4": { part_size: "16 MiB", upload_concurrency: 4 },
 };
 
-/** Segment layouts; the first is the headline. */
 /** How often tool processes are sampled (CPU seconds). */
 const SAMPLE_MS = 100;
 
+/** Segment size of the layouts (256 MiB; TIERD_BENCH_SEGMENT_MIB in a smoke run). */
+const SEGMENT = benchSegmentSize(256 * MiB);
+/** Segment layouts; the first is the headline. */
 const LAYOUTS = [
-  { name: "1p-4x256MiB", partitions: 1, sealedPerPartition: 4, segmentSize: 256 * MiB },
-  { name: "4p-1x256MiB", partitions: 4, sealedPerPartition: 1, segmentSize: 256 * MiB },
+  { name: `1p-4x${SEGMENT / MiB}MiB`, partitions: 1, sealedPerPartition: 4, segmentSize: SEGMENT },
+  { name: `4p-1x${SEGMENT / MiB}MiB`, partitions: 4, sealedPerPartition: 1, segmentSize: SEGMENT },
 ];
 
 interface Peer {
@@ -35,6 +48,16 @@ interface Peer {
   version: string;
   settings: Record<string, string>;
   run(set: SegmentSet, prefix: string): Promise<TimedRun>;
+}
+
+/** A peer program that is not there: its figure is recorded as not measured, saying why. */
+interface MissingPeer {
+  name: string;
+  missing: string;
+}
+
+function isMissing(p: Peer | MissingPeer): p is MissingPeer {
+  return "missing" in p;
 }
 
 async function onPath(name: string): Promise<string | undefined> {
@@ -50,9 +73,14 @@ async function onPath(name: string): Promise<string | undefined> {
 }
 
 /** rclone with a remote configured from the environment, otherwise its defaults. */
-async function rclonePeer(store: BenchStore): Promise<Peer> {
+async function rclonePeer(store: BenchStore): Promise<Peer | MissingPeer> {
   const bin = Deno.env.get("TIERD_BENCH_RCLONE") || await onPath("rclone");
-  if (!bin) throw new Error("rclone not found (apt-get install rclone, or TIERD_BENCH_RCLONE)");
+  if (!bin) {
+    return {
+      name: "rclone",
+      missing: "rclone not found on PATH (apt-get install rclone, or TIERD_BENCH_RCLONE)",
+    };
+  }
   const version = await versionOf(bin, ["version"]) ?? "unknown";
   const flags = await runTimed(bin, ["help", "flags"]);
   const settings: Record<string, string> = {};
@@ -100,11 +128,16 @@ async function rclonePeer(store: BenchStore): Promise<Peer> {
 }
 
 /** The AWS CLI (Debian's /usr/bin/aws first), credentials from the environment, its defaults. */
-async function awsPeer(store: BenchStore): Promise<Peer> {
+async function awsPeer(store: BenchStore): Promise<Peer | MissingPeer> {
   const debian = "/usr/bin/aws";
   const bin = Deno.env.get("TIERD_BENCH_AWS") ||
     (await Deno.stat(debian).then(() => debian, () => undefined)) || await onPath("aws");
-  if (!bin) throw new Error("aws not found (apt-get install awscli, or TIERD_BENCH_AWS)");
+  if (!bin) {
+    return {
+      name: "awscli",
+      missing: "aws not found on PATH (apt-get install awscli, or TIERD_BENCH_AWS)",
+    };
+  }
   const version = await versionOf(bin, ["--version"]) ?? "unknown";
   const settings: Record<string, string> = { flags: "--only-show-errors (no progress output)" };
   // The transfer defaults, read from the installation itself where it is a Python script.
@@ -155,6 +188,84 @@ async function awsPeer(store: BenchStore): Promise<Peer> {
   };
 }
 
+/**
+ * curl signing its own requests (`--aws-sigv4`, curl 7.75 or later): one plain PUT per sealed
+ * file, one process after another — no multipart, no parallelism, no checksum — so its rate is
+ * what one stream of this machine puts into this store.
+ */
+async function curlPeer(store: BenchStore): Promise<Peer | MissingPeer> {
+  const bin = Deno.env.get("TIERD_BENCH_CURL") || await onPath("curl");
+  if (!bin) {
+    return {
+      name: "curl",
+      missing: "curl not found on PATH (apt-get install curl, or TIERD_BENCH_CURL)",
+    };
+  }
+  const version = await versionOf(bin, ["--version"]) ?? "unknown";
+  const help = await runTimed(bin, ["--help", "all"]);
+  if (!help.stdout.includes("--aws-sigv4")) {
+    return { name: "curl", missing: `${version} has no --aws-sigv4 (curl 7.75 or later has)` };
+  }
+  const sigv4 = `aws:amz:${store.region}:s3`;
+  // curl before 8.x signs an upload without x-amz-content-sha256, which S3 itself refuses
+  // (MinIO accepts it); naming UNSIGNED-PAYLOAD, as later curl does for s3, works with both.
+  const payload = "x-amz-content-sha256: UNSIGNED-PAYLOAD";
+  const settings = {
+    command: `curl -sS --fail-with-body -o /dev/null --aws-sigv4 "${sigv4}" --user KEY:SECRET ` +
+      `-H "${payload}" -T FILE ENDPOINT/BUCKET/PREFIX/PARTITION/FILE`,
+    requests: "one curl process (one connection, one PUT) per sealed .log and .index, in turn",
+    "x-amz-content-sha256": "UNSIGNED-PAYLOAD (curl ≥ 8 sends it for s3 by itself)",
+  };
+  const base = store.endpoint.replace(/\/+$/, "");
+  return {
+    name: "curl",
+    version,
+    settings,
+    run: async (set, prefix) => {
+      const started = performance.now();
+      // Each curl lives a fraction of a second, too short to sample: its CPU is counted as it
+      // exits instead (this process runs no other child meanwhile).
+      const cpuBefore = await exitedChildrenCpu();
+      const cpuSoFar = async () => {
+        const now = await exitedChildrenCpu();
+        return { user: now.user - cpuBefore.user, system: now.system - cpuBefore.system };
+      };
+      let last: TimedRun | undefined;
+      for (const s of set.sealed) {
+        for (const path of [s.logPath, s.indexPath]) {
+          const url = `${base}/${store.bucket}/${prefix}/${s.partition}/${basename(path)}`;
+          last = await runTimed(bin, [
+            "-sS",
+            "--fail-with-body",
+            "-o",
+            "/dev/null",
+            "--aws-sigv4",
+            sigv4,
+            "--user",
+            `${store.accessKey}:${store.secretKey}`,
+            "-H",
+            payload,
+            "-T",
+            path,
+            url,
+          ]);
+          if (last.code !== 0) {
+            return { ...last, stderr: `PUT ${url}: ${last.stderr}`, cpuSeconds: await cpuSoFar() };
+          }
+        }
+      }
+      const seconds = (performance.now() - started) / 1000;
+      return {
+        code: 0,
+        seconds,
+        stdout: "",
+        stderr: last?.stderr ?? "",
+        cpuSeconds: await cpuSoFar(),
+      };
+    },
+  };
+}
+
 async function syncDisks(): Promise<void> {
   await new Deno.Command("sync").output().catch(() => {});
 }
@@ -179,23 +290,71 @@ interface Sample {
 
 type Runner = (set: SegmentSet, prefix: string) => Promise<TimedRun & { copySeconds?: number }>;
 
+/** A figure of this benchmark: tierd (one of its configurations) ÷ one peer. */
+interface Figure {
+  key: string;
+  peer: string;
+  target: string;
+  /** The tierd configuration compared: `"best"` = the fastest one on the headline layout. */
+  tierd: "best" | keyof typeof TIERD_VARIANTS;
+  /** How the peer was run, for the details. */
+  command: string;
+  /** The peer in the notes. */
+  label: string;
+}
+
+const FIGURES: Figure[] = [
+  {
+    key: "upload_ratio_vs_rclone",
+    peer: "rclone",
+    target: "≥ 1.0 (stretch 1.3)",
+    tierd: "best",
+    command: "rclone copy SRC bench:BUCKET/PREFIX",
+    label: "rclone",
+  },
+  {
+    key: "upload_ratio_vs_awscli",
+    peer: "awscli",
+    target: "≥ 1.0",
+    tierd: "best",
+    command: "aws s3 cp --recursive SRC s3://BUCKET/PREFIX/",
+    label: "aws s3 cp",
+  },
+  {
+    key: "upload_ratio_vs_curl_put",
+    peer: "curl",
+    target: "≥ 0.8",
+    tierd: "tierd defaults",
+    command: "curl --aws-sigv4 -T FILE URL, one file after another",
+    label: "sequential curl PUTs",
+  },
+];
+
 /**
- * Runs the upload benchmark and records `upload_ratio_vs_rclone` and `upload_ratio_vs_awscli`.
- * @returns the headline ratio vs rclone
+ * Runs the upload benchmark and records `upload_ratio_vs_rclone`, `upload_ratio_vs_awscli` and
+ * `upload_ratio_vs_curl_put` (each "not measured" when its peer program is missing).
+ * @returns the headline ratio vs rclone (NaN when rclone is missing)
  */
 export async function runUploadBench(options: UploadBenchOptions = {}): Promise<number> {
   const rounds = options.rounds ?? 3;
   const store = await openBenchStore();
   try {
     progress("upload", `store: ${store.describe}`);
-    const rclone = await rclonePeer(store);
-    const aws = await awsPeer(store);
-    progress("upload", `peers: ${rclone.version}; ${aws.version}`);
+    const all = [await rclonePeer(store), await awsPeer(store), await curlPeer(store)];
+    const peers = new Map<string, Peer>();
+    const missing = new Map<string, string>();
+    for (const p of all) {
+      if (isMissing(p)) missing.set(p.name, p.missing);
+      else peers.set(p.name, p);
+    }
+    progress(
+      "upload",
+      `peers: ${[...peers.values()].map((p) => p.version).join("; ")}` +
+        [...missing.values()].map((why) => `; NOT MEASURED: ${why}`).join(""),
+    );
 
-    const runners: Record<string, Runner> = {
-      rclone: rclone.run,
-      awscli: aws.run,
-    };
+    const runners: Record<string, Runner> = {};
+    for (const [name, peer] of peers) runners[name] = peer.run;
     const tierdSettings: Record<string, Record<string, string>> = {};
     for (const [name, settings] of Object.entries(TIERD_VARIANTS)) {
       runners[name] = async (set, prefix) => {
@@ -282,86 +441,106 @@ export async function runUploadBench(options: UploadBenchOptions = {}): Promise<
     const med = (layout: string, tool: string) => summary[layout][tool].median_mb_per_s;
     const variants = Object.keys(TIERD_VARIANTS);
     const best = variants.reduce((a, b) => med(headlineLayout, b) > med(headlineLayout, a) ? b : a);
+    const tierdOf = (f: Figure) => f.tierd === "best" ? best : f.tierd;
+    const ratioOf = (f: Figure, layout = headlineLayout) =>
+      med(layout, tierdOf(f)) / med(layout, f.peer);
     const ratios = Object.fromEntries(
       Object.keys(summary).map((layout) => [
         layout,
-        Object.fromEntries(variants.map((v) => [v, {
-          vs_rclone: round(med(layout, v) / med(layout, "rclone"), 3),
-          vs_awscli: round(med(layout, v) / med(layout, "awscli"), 3),
-        }])),
+        Object.fromEntries(variants.map((v) => [
+          v,
+          Object.fromEntries(
+            [...peers.keys()].map((peer) => [
+              `vs_${peer}`,
+              round(med(layout, v) / med(layout, peer), 3),
+            ]),
+          ),
+        ])),
       ]),
     );
-    const vsRclone = med(headlineLayout, best) / med(headlineLayout, "rclone");
-    const vsAws = med(headlineLayout, best) / med(headlineLayout, "awscli");
     const bytes = (await ensureSegments(LAYOUTS[0])).bytes;
+    const mbps = (tool: string) => `${med(headlineLayout, tool)} MB/s`;
     progress(
       "upload",
-      `${headlineLayout}: best tierd "${best}" ${med(headlineLayout, best)} MB/s; rclone ` +
-        `${med(headlineLayout, "rclone")} MB/s; awscli ${med(headlineLayout, "awscli")} MB/s → ` +
-        `÷ rclone ${vsRclone.toFixed(2)}, ÷ awscli ${vsAws.toFixed(2)}`,
+      `${headlineLayout}: best tierd "${best}" ${mbps(best)}, tierd defaults ` +
+        `${mbps("tierd defaults")}; ` +
+        FIGURES.map((f) =>
+          peers.has(f.peer)
+            ? `${f.peer} ${mbps(f.peer)} (${tierdOf(f)} ÷ ${f.peer} ${ratioOf(f).toFixed(2)})`
+            : `${f.peer} not measured`
+        ).join("; "),
     );
 
     const stat = (tool: string, field: "median_tool_cpu_seconds" | "median_other_cpu_seconds") =>
       summary[headlineLayout][tool][field];
-    const cpuNote = (peer: string) =>
-      `Median CPU seconds per run: tierd ${stat(best, "median_tool_cpu_seconds")}, ${peer} ` +
+    const cpuNote = (tierd: string, peer: string) =>
+      `Median CPU seconds per run: tierd ${stat(tierd, "median_tool_cpu_seconds")}, ${peer} ` +
       `${stat(peer, "median_tool_cpu_seconds")}; other processes on the machine used a median ` +
-      `${stat(best, "median_other_cpu_seconds")} / ${
+      `${stat(tierd, "median_other_cpu_seconds")} / ${
         stat(peer, "median_other_cpu_seconds")
       } CPU s during those runs.`;
-    const method =
+    const compared = (f: Figure) =>
+      f.tierd === "best"
+        ? "median(tierd, the fastest of the configurations tried) ÷ median(peer)"
+        : `median(tierd, configuration "${f.tierd}") ÷ median(peer)`;
+    const method = (f: Figure) =>
       `Each tool copies the same sealed Iggy 0.9 segments (.log and .index; ${rounds} runs ` +
       `per tool and layout, order rotated each round) from the same warm page cache (every file ` +
       `read once and \`sync\` run before each run) to ${store.describe}; a run is timed from ` +
       `process start to exit and checked by listing the prefix (every .log and .index, exact ` +
       `sizes); objects are deleted between runs. MB/s = .log+.index bytes ÷ 10^6 ÷ wall seconds; ` +
-      `the value is median(tierd, the fastest of the configurations tried) ÷ median(peer) on ` +
-      `the headline layout ${headlineLayout} (one partition, ${
+      `the value is ${compared(f)} on the headline layout ${headlineLayout} (one partition, ${
         (bytes / 1e6).toFixed(0)
-      } MB in 4 segments of 256 MiB; tierd copies one segment of a partition at a time, oldest ` +
-      `first). The layout 4p-1x256MiB (four partitions, one 256 MiB segment each) is reported in ` +
-      `the details. tierd is the Bun-compiled binary running \`tierd run --once\` with a fresh ` +
+      } MB in 4 segments of ${SEGMENT / MiB} MiB; tierd copies one segment of a partition at a ` +
+      `time, oldest first). The layout ${LAYOUTS[1].name} (four partitions, one ` +
+      `${SEGMENT / MiB} MiB segment each) is reported in the details. tierd is the ` +
+      `Bun-compiled binary running \`tierd run --once\` with a fresh ` +
       `state directory and key prefix: store probe, discovery, an XXH3-128 pass over each .log, ` +
       `the upload (multipart above part_size), the .index PUT, HEAD verification and journal ` +
-      `fsyncs all count. The machine's CPUs are shared by MinIO and the uploader.`;
-    const peers = {
-      rclone: {
-        version: rclone.version,
-        command: "rclone copy SRC bench:BUCKET/PREFIX",
-        ...rclone.settings,
-      },
-      awscli: {
-        version: aws.version,
-        command: "aws s3 cp --recursive SRC s3://BUCKET/PREFIX/",
-        ...aws.settings,
-      },
-      store: store.describe,
+      `fsyncs all count. curl, the machine's own limit, runs one \`curl --aws-sigv4\` process ` +
+      `per sealed file (a single PUT each: no multipart, no parallelism, no checksum, no ` +
+      `verification), one after another, timed from the first start to the last exit. The ` +
+      `machine's CPUs are shared by MinIO and the uploader.`;
+    const peerDetails = (name: string) => {
+      const p = peers.get(name);
+      const command = FIGURES.find((f) => f.peer === name)?.command;
+      return p
+        ? { version: p.version, command, ...p.settings }
+        : { not_measured: missing.get(name) ?? "not run" };
     };
     const settings = Object.fromEntries(
       variants.map((v) => [v, tierdSettings[v] ?? TIERD_VARIANTS[v]]),
     );
-    const shared = {
-      method,
-      settings,
-      headline_layout: headlineLayout,
-      headline_tierd_config: best,
-      ratios,
-      layouts: summary,
-    };
-    recordResult("upload_ratio_vs_rclone", round(vsRclone, 3), "≥ 1.0 (stretch 1.3)", {
-      ...shared,
-      peers: { rclone: peers.rclone, store: peers.store },
-      notes: `${best}: ${med(headlineLayout, best)} MB/s vs rclone ` +
-        `${med(headlineLayout, "rclone")} MB/s (${headlineLayout}); tierd defaults ` +
-        `${med(headlineLayout, "tierd defaults")} MB/s. ${cpuNote("rclone")}`,
-    });
-    recordResult("upload_ratio_vs_awscli", round(vsAws, 3), "≥ 1.0", {
-      ...shared,
-      peers: { awscli: peers.awscli, store: peers.store },
-      notes: `${best}: ${med(headlineLayout, best)} MB/s vs aws s3 cp ` +
-        `${med(headlineLayout, "awscli")} MB/s (${headlineLayout}). ${cpuNote("awscli")}`,
-    });
-    return vsRclone;
+    for (const f of FIGURES) {
+      const tierd = tierdOf(f);
+      const details = {
+        method: method(f),
+        settings,
+        headline_layout: headlineLayout,
+        headline_tierd_config: tierd,
+        ratios,
+        layouts: summary,
+        peers: { [f.peer]: peerDetails(f.peer), store: store.describe },
+      };
+      const why = missing.get(f.peer);
+      if (why) {
+        recordNotMeasured(f.key, f.target, why, {
+          ...details,
+          notes: `${tierd}: ${mbps(tierd)} (${headlineLayout}); ${f.peer} was not run`,
+        });
+        continue;
+      }
+      const other = tierd === "tierd defaults"
+        ? (best === tierd ? "" : `; fastest tierd configuration "${best}" ${mbps(best)}`)
+        : `; tierd defaults ${mbps("tierd defaults")}`;
+      recordResult(f.key, round(ratioOf(f), 3), f.target, {
+        ...details,
+        notes: `${tierd}: ${mbps(tierd)} vs ${f.label} ${mbps(f.peer)} (${headlineLayout})` +
+          `${other}. ${cpuNote(tierd, f.peer)}`,
+      });
+    }
+    const rclone = FIGURES[0];
+    return peers.has(rclone.peer) ? ratioOf(rclone) : NaN;
   } finally {
     await store.stop();
   }
