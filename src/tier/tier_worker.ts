@@ -9,7 +9,7 @@ import { PartBufferPool } from "../../providers/part_pool.ts";
 import { Deadline } from "../../providers/retry.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
 import { isRetryable, type ObjectStore } from "../../providers/types.ts";
-import { type Config, resolveEvictVia } from "../config/schema.ts";
+import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
