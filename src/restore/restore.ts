@@ -337,6 +337,9 @@ async function writeState(
       if (!o.withData) more.push({ type: "evicted", segment: seg.start, generation, at });
     }
     if (more.length > 0) await ledger.record(...more);
+    // Offsets below the bucket's first copy left it by total retention: the floor starts there.
+    const first = segments.reduce((m, s) => (s.start < m ? s.start : m), segments[0]?.start ?? 0n);
+    const base = ledger.state.floor >= first - 1n ? ledger.state.floor : first - 1n;
     const floor = computeFloor(
       segmentsOf(ledger.state).map((r) => ({
         start: r.start,
@@ -344,7 +347,7 @@ async function writeState(
         copied: r.state === "COPY_SEGMENT_FINISHED",
         lost: false,
       })),
-      ledger.state.floor,
+      base,
     );
     if (floor > ledger.state.floor) {
       await ledger.record({ type: "floor", generation, tieredUpTo: floor, at });

@@ -111,19 +111,23 @@ export interface FloorSegment {
 }
 
 /**
- * Computes the floor from segment records sorted or not. Returns `current` when the prefix
- * does not reach past it: the floor never moves backwards within a generation.
+ * Computes the floor from segment records sorted or not: the end of the longest run of copied
+ * or lost segments that starts right after `current` (offset 0 for a floor of -1). Returns
+ * `current` when that run does not reach past it: the floor never moves backwards within a
+ * generation, and never over offsets no record covers — a hole before the first record is
+ * one too (a loss the bucket could not be asked about yet), which only `lost_before_upload`
+ * may cross.
  */
 export function computeFloor(segments: FloorSegment[], current: bigint): bigint {
   const sorted = [...segments].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
   let floor = current;
-  let expected: bigint | undefined;
+  let expected = current + 1n;
   for (const s of sorted) {
-    // Inside a range already covered (a cleaned-up dangling copy within a recorded loss): the
-    // covering record supersedes it.
-    if (expected !== undefined && s.start < expected) continue;
+    // Already under the floor, or inside a range already covered (a cleaned-up dangling copy
+    // within a recorded loss): the covering record supersedes it.
+    if (s.start < expected) continue;
     if (!(s.copied || s.lost) || s.endOffset === undefined) break;
-    if (expected !== undefined && s.start !== expected) break; // a hole nobody recorded
+    if (s.start !== expected) break; // a hole nobody recorded
     if (s.endOffset > floor) floor = s.endOffset;
     expected = s.endOffset + 1n;
   }

@@ -130,12 +130,35 @@ async function recordRebuilt(
   if (gen.generation > 0n) events.push({ type: "generation", generation: gen.generation, at });
   await ledger.record(...events);
   const evicted = await recordCopies(ctx, ledger, segments, local);
+  await recordRetentionBase(ctx, ledger, segments);
   return {
     incarnation: gen.incarnation,
     generation: gen.generation,
     segments: segments.length,
     evicted,
   };
+}
+
+/**
+ * The bucket's first copy starts where the partition's tiered history begins: offsets below it
+ * left the bucket by total retention (or were never tiered), and a rebuilt journal cannot say
+ * which. The floor starts right before it, so it can advance over the copies (it never crosses
+ * offsets no record covers) and nothing below it is reported lost.
+ */
+async function recordRetentionBase(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  segments: readonly RemoteSegment[],
+): Promise<void> {
+  if (segments.length === 0 || ledger.state.floor >= 0n) return;
+  const first = segments.reduce((m, s) => (s.start < m ? s.start : m), segments[0].start);
+  if (first === 0n) return;
+  await ledger.record({
+    type: "floor",
+    generation: ledger.state.generation,
+    tieredUpTo: first - 1n,
+    at: ctx.clock.now(),
+  });
 }
 
 /**

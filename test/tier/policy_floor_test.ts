@@ -46,3 +46,14 @@ Deno.test("floor never moves backwards and stops at an unrecorded hole", () => {
   assert.equal(computeFloor(segs, -1n), 9n);
   assert.equal(computeFloor(segs, 15n), 15n);
 });
+
+Deno.test("floor never crosses offsets before the first record that nothing covers", () => {
+  // Offsets 0..12 were deleted by the broker before their copy and the loss is not recorded
+  // yet (the bucket could not be asked): the copy of 13..25 must not carry the floor over them.
+  const copied: FloorSegment[] = [{ start: 13n, endOffset: 25n, copied: true, lost: false }];
+  assert.equal(computeFloor(copied, -1n), -1n);
+  // Once 0..12 is recorded lost, or the floor starts at 12, it moves on.
+  const lost: FloorSegment = { start: 0n, endOffset: 12n, copied: false, lost: true };
+  assert.equal(computeFloor([...copied, lost], -1n), 25n);
+  assert.equal(computeFloor(copied, 12n), 25n);
+});

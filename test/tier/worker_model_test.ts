@@ -766,7 +766,11 @@ Deno.test("tier worker model: invariants hold under broker churn, consumers, fau
   await fc.assert(
     fc.asyncProperty(
       setup,
-      fc.commands(steps, { maxCommands: 40, size: "max" }),
+      fc.commands(steps, {
+        maxCommands: 40,
+        size: "max",
+        replayPath: Deno.env.get("TIERD_MODEL_REPLAY"), // the counterexample's replayPath
+      }),
       async (s, cmds) => {
         const tmp = await scratchDir("tierd-model");
         const { logger } = capturingLogger("warn");
@@ -821,7 +825,16 @@ Deno.test("tier worker model: invariants hold under broker churn, consumers, fau
         }
       },
     ),
-    { numRuns: NUM_RUNS },
+    {
+      numRuns: NUM_RUNS,
+      // A failure prints its seed, path and replayPath; TIERD_MODEL_SEED, TIERD_MODEL_PATH and
+      // TIERD_MODEL_REPLAY replay it.
+      ...(Deno.env.get("TIERD_MODEL_SEED") && {
+        seed: Number(Deno.env.get("TIERD_MODEL_SEED")),
+        path: Deno.env.get("TIERD_MODEL_PATH"),
+        endOnFailure: true,
+      }),
+    },
   );
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
