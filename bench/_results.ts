@@ -266,8 +266,8 @@ export function renderMarkdown(file: ResultsFile): string {
   const lines: string[] = [
     "# Benchmark results",
     "",
-    "Generated from `bench/results/latest.json` by `deno task bench` (DESIGN §12); do not edit by",
-    "hand. Ratios compare tierd with a peer measured in the same run on the same machine.",
+    "Generated from `bench/results/latest.json` by `deno task bench`; do not edit by hand. Ratios compare",
+    "tierd with a peer measured in the same run on the same machine.",
     "",
     `Last written ${file.date} on: ${machineLine(file.machine)}.`,
     "",
