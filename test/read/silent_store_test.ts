@@ -32,13 +32,18 @@ async function fakeS3(sim: SimStore, scope: Scope) {
   let mode: Mode = "answer";
   let requests = 0;
   const sockets = new Set<Socket>();
+  /** Connections holding a request the server never answered (silent, or half a body). */
+  const held = new Set<Socket>();
   const server = http.createServer((req, res) => {
     requests++;
     const key = decodeURIComponent(new URL(req.url ?? "/", "http://s3").pathname)
       .split("/").slice(2).join("/");
     const object = sim.objects.get(key);
     const quiet = scope === "everything" || key.endsWith(".log") ? mode : "answer";
-    if (quiet === "silent") return; // accepted, read, never answered
+    if (quiet === "silent") {
+      held.add(req.socket); // accepted, read, never answered
+      return;
+    }
     if (!object) {
       res.writeHead(404, { "content-type": "application/xml" });
       res.end("<Error><Code>NoSuchKey</Code></Error>");
@@ -49,6 +54,7 @@ async function fakeS3(sim: SimStore, scope: Scope) {
     if (req.method === "HEAD") return void res.end();
     if (quiet === "half a body") {
       res.write(object.bytes.subarray(0, Math.floor(object.bytes.length / 2)));
+      held.add(req.socket);
       return; // and never the rest
     }
     res.end(object.bytes);
@@ -63,6 +69,12 @@ async function fakeS3(sim: SimStore, scope: Scope) {
     endpoint: `http://127.0.0.1:${port}`,
     set mode(m: Mode) {
       mode = m;
+      // A store that heals (restarts, or its balancer moves on) drops the connections it left
+      // hanging; a request sent on one of them would wait behind the unanswered one.
+      if (m === "answer") {
+        for (const s of held) s.destroy();
+        held.clear();
+      }
     },
     get requests() {
       return requests;
