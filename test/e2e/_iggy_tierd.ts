@@ -156,7 +156,13 @@ export async function startTierd(o: TierdOptions): Promise<Tierd> {
     `${baseUrl}/v1/streams/${o.stream}/topics/${o.topic}/partitions/${partition}/records` +
     `?offset=${offset}&max_bytes=${maxBytes}`;
   const get = async (url: string) => {
-    const res = await fetch(url);
+    // A kept-alive connection the agent closes as idle just as it is reused is reset; like any
+    // HTTP client, retry the (idempotent) GET once on a fresh connection.
+    const res = await fetch(url).catch((err: unknown) => {
+      const cause = (err as { cause?: { message?: string } }).cause?.message ?? "";
+      if (!/reset by peer|ECONNRESET/i.test(cause)) throw err;
+      return fetch(url);
+    });
     if (res.status !== 200) {
       const text = await res.text();
       throw new TierdReadError(`GET ${url}: HTTP ${res.status}: ${text.slice(0, 500)}`, res.status);
