@@ -40,11 +40,20 @@ export function crashBody(label: string, length: number): Uint8Array {
 if (import.meta.main) {
   const task = JSON.parse(Deno.args[0]) as ChildTask;
   if (task.mode === "race") {
-    await Deno.writeTextFile(`${task.go}.${task.writer}`, "");
-    while (!(await Deno.stat(task.go).then(() => true, () => false))) {
-      await new Promise((r) => setTimeout(r, 2));
-    }
     const store = new FsStore({ root: task.root });
+    await Deno.writeTextFile(`${task.go}.${task.writer}`, "");
+    // The go file names a start time a little ahead: both writers wait for it, then spin the
+    // last milliseconds, so they start within a millisecond of each other however fast the
+    // rounds are.
+    let startAt: number | undefined;
+    while (startAt === undefined) {
+      const text = await Deno.readTextFile(task.go).catch(() => "");
+      if (text !== "") startAt = Number(text);
+      else await new Promise((r) => setTimeout(r, 2));
+    }
+    const wait = startAt - performance.timeOrigin - performance.now();
+    if (wait > 5) await new Promise((r) => setTimeout(r, wait - 5));
+    while (performance.timeOrigin + performance.now() < startAt) { /* spin */ }
     const won: number[] = [];
     for (let round = 0; round < task.rounds; round++) {
       const result = await store.put(`race/${round}`, raceBody(task.writer, round), {

@@ -44,34 +44,48 @@ async function seen(root: string, key: string) {
 const old = crashBody("old!", 1500);
 const fresh = crashBody("new ", 3000);
 
+/** One race of `rounds` keys; returns how many rounds writer 1 won. */
+async function race(root: string, go: string, rounds: number): Promise<number> {
+  const racers = [0, 1].map((writer) => child({ mode: "race", root, writer, rounds, go }));
+  // Both processes started and waiting, then off together.
+  const ready = (w: number) => stat(`${go}.${w}`).then(() => true, () => false);
+  while (!(await ready(0) && await ready(1))) await new Promise((r) => setTimeout(r, 20));
+  await writeFile(go, String(performance.timeOrigin + performance.now() + 200));
+  const results = await Promise.all(racers);
+  for (const r of results) assert.equal(r.code, 0, r.out);
+  const won = results.map((r) => new Set(JSON.parse(r.out) as number[]));
+  const store = new FsStore({ root });
+  let wins1 = 0;
+  for (let round = 0; round < rounds; round++) {
+    const winners = [0, 1].filter((w) => won[w].has(round));
+    assert.equal(winners.length, 1, `round ${round}: exactly one winner, got ${winners}`);
+    const [winner] = winners;
+    const head = await store.head(`race/${round}`);
+    assert.equal(head.metadata.writer, String(winner), `round ${round}: the winner's metadata`);
+    assert.deepEqual((await store.get(`race/${round}`)).bytes, raceBody(winner, round));
+    if (winner === 1) wins1++;
+  }
+  assert.deepEqual(await readdir(join(root, "tmp")), [], "the losers left no temp files");
+  return wins1;
+}
+
 Deno.test("fs: create-only puts raced by two processes have exactly one winner per key", async () => {
   const dir = await tempDir("tierd-fs-race");
   try {
-    const root = join(dir.path, "store");
-    const go = join(dir.path, "go");
     const rounds = 150;
-    const racers = [0, 1].map((writer) => child({ mode: "race", root, writer, rounds, go }));
-    // Both processes started and waiting, then off together.
-    const ready = (w: number) => stat(`${go}.${w}`).then(() => true, () => false);
-    while (!(await ready(0) && await ready(1))) await new Promise((r) => setTimeout(r, 20));
-    await writeFile(go, "");
-    const results = await Promise.all(racers);
-    for (const r of results) assert.equal(r.code, 0, r.out);
-    const won = results.map((r) => new Set(JSON.parse(r.out) as number[]));
-    const store = new FsStore({ root });
+    // On a loaded machine one process may see the start signal only after the other finished;
+    // such a run proves nothing about racing, so it is run again (the invariants hold in each).
     let contested = 0;
-    for (let round = 0; round < rounds; round++) {
-      const winners = [0, 1].filter((w) => won[w].has(round));
-      assert.equal(winners.length, 1, `round ${round}: exactly one winner, got ${winners}`);
-      const [winner] = winners;
-      const head = await store.head(`race/${round}`);
-      assert.equal(head.metadata.writer, String(winner), `round ${round}: the winner's metadata`);
-      assert.deepEqual((await store.get(`race/${round}`)).bytes, raceBody(winner, round));
-      if (winner === 1) contested++;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      contested = await race(
+        join(dir.path, `store-${attempt}`),
+        join(dir.path, `go-${attempt}`),
+        rounds,
+      );
+      if (contested > 0 && contested < rounds) break;
     }
     // Both processes won some rounds: they really raced (not one finishing before the other).
     assert.ok(contested > 0 && contested < rounds, `writer 1 won ${contested} of ${rounds}`);
-    assert.deepEqual(await readdir(join(root, "tmp")), [], "the losers left no temp files");
   } finally {
     await dir.cleanup();
   }
