@@ -7,26 +7,7 @@
 // `BTreeMap<HeaderKey, HeaderValue>` orders them — by kind code, then key bytes — a repeated key
 // keeping its last value; any other blob is the base64 string of its bytes.
 import { Buffer } from "node:buffer";
-
-/** Kind names by code (`HeaderKind::as_code`). */
-const KIND_NAMES = [
-  "",
-  "raw",
-  "string",
-  "bool",
-  "int8",
-  "int16",
-  "int32",
-  "int64",
-  "int128",
-  "uint8",
-  "uint16",
-  "uint32",
-  "uint64",
-  "uint128",
-  "float32",
-  "float64",
-] as const;
+import { HEADER_KINDS } from "../read/json.ts";
 
 /** Fixed value sizes by kind code (`HeaderKind::expected_size`); 0 = any. */
 const KIND_SIZES = [0, 0, 0, 1, 1, 2, 4, 8, 16, 1, 2, 4, 8, 16, 4, 8];
@@ -70,7 +51,7 @@ function compareKeys(a: Field, b: Field): number {
 }
 
 function fieldJson(f: Field): string {
-  return `{"kind":"${KIND_NAMES[f.kind]}","value":"${base64(f.bytes)}"}`;
+  return `{"kind":"${HEADER_KINDS[f.kind]}","value":"${base64(f.bytes)}"}`;
 }
 
 /**

@@ -48,7 +48,8 @@ export interface JsonRead {
   messages: JsonMessage[];
 }
 
-const KINDS = [
+/** Iggy's header kind names by code (`HeaderKind::as_code`); code 0 is not a kind. */
+export const HEADER_KINDS = [
   "",
   "raw",
   "string",
@@ -145,7 +146,7 @@ export function parseUserHeaders(blob: Uint8Array): JsonHeader[] | undefined {
   let p = 0;
   const part = () => {
     if (blob.length - p < 5) return undefined;
-    const kind = KINDS[blob[p]];
+    const kind = HEADER_KINDS[blob[p]];
     const len = v.getUint32(p + 1, true);
     if (!kind || len < 1 || len > 255 || blob.length - p - 5 < len) return undefined;
     const value = typedValue(kind, blob.subarray(p + 5, p + 5 + len));
