@@ -1,7 +1,7 @@
 // The one source of time in tierd: the wall clock, a monotonic clock for durations, and timers.
 // Everything that reads the time or waits takes a `Clock`; tests pass a fake one. This is the
 // only module allowed to touch `Date.now`, `setTimeout` and friends (scripts/check_clock.ts).
-import { clearTimeout, setTimeout } from "node:timers";
+import { clearTimeout, setImmediate, setTimeout } from "node:timers";
 
 /** The time source deadlines, sleeps, retries, the cache and the worker run on. */
 export interface Clock {
@@ -26,6 +26,15 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/**
+ * Lets timers, I/O and other tasks run before going on: what a batch of synchronous work (the
+ * boot's marker reads) awaits between batches so the process stays responsive. Not a wait for
+ * time, so no clock is involved.
+ */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 /**
  * Waits `ms` milliseconds on `clock`, or rejects with the signal's reason once it aborts.

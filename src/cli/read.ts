@@ -5,7 +5,7 @@ import { createReadContext } from "../read/context.ts";
 import { DirectRangeReader } from "../read/direct_reader.ts";
 import { readToJson } from "../read/json.ts";
 import { checkMaxBytes, DEFAULT_READ_BYTES, ParamError, parseStart } from "../read/params.ts";
-import { readRecords } from "../read/read_records.ts";
+import { openRead, readRecords } from "../read/read_records.ts";
 import {
   type Command,
   CONFIG_FLAG,
@@ -81,28 +81,37 @@ async function read({ values }: ParsedArgs): Promise<number> {
       reader: new DirectRangeReader(store),
       logger: ctx.logger,
     });
-    const r = await readRecords(read, { partition: ids, ...start, maxBytes });
+    const req = { partition: ids, ...start, maxBytes };
+    if (values.json) {
+      const r = await readRecords(read, req);
+      const text = JSON.stringify(readToJson(ids, r, start), null, 2) + "\n";
+      await writeStdout(new TextEncoder().encode(text)).catch(quietOnEpipe);
+      return 0;
+    }
+    // Raw bytes are streamed to stdout window by window, as the HTTP API sends them.
+    const r = await openRead(read, req);
     try {
-      await writeStdout(
-        values.json
-          ? new TextEncoder().encode(JSON.stringify(readToJson(ids, r, start), null, 2) + "\n")
-          : r.bytes,
-      );
-      if (values.json) return 0;
+      for await (const w of r.windows()) await writeStdout(w);
     } catch (err) {
-      // The reader went away (`tierd read … | head -c 10`): that is how pipes end, not an error.
-      if ((err as NodeJS.ErrnoException).code === "EPIPE") return 0;
-      throw err;
+      quietOnEpipe(err);
+      return 0;
+    } finally {
+      await r.close();
     }
     console.error(
       `first_offset=${r.firstOffset} next_offset=${r.nextOffset} records=${r.records} ` +
-        `bytes=${r.bytes.length} source=${r.source} format=${r.format}` +
+        `bytes=${r.byteLength} source=${r.sourceSoFar()} format=${r.format}` +
         (r.gap ? ` gap=${r.gap.from}-${r.gap.to}` : ""),
     );
     return 0;
   } finally {
     await store.close?.();
   }
+}
+
+/** The reader went away (`tierd read … | head -c 10`): that is how pipes end, not an error. */
+function quietOnEpipe(err: unknown): void {
+  if ((err as NodeJS.ErrnoException).code !== "EPIPE") throw err;
 }
 
 function writeStdout(bytes: Uint8Array): Promise<void> {

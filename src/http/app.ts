@@ -10,6 +10,8 @@
 // read had to skip missing offsets, `x-tierd-gap: from-to` (inclusive). An offset inside an Iggy
 // 0.9 batch returns the whole batch, so `x-tierd-first-offset` may be below the offset asked
 // for. An optional `x-tierd-reader` request header names a sequential reader for readahead.
+// Raw answers are streamed window by window (each validated before it is sent), so a read holds
+// a few MiB however large its answer; one that fails mid-answer cuts the connection.
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { Logger } from "../log.ts";
@@ -19,7 +21,8 @@ import type { ReadContext } from "../read/context.ts";
 import { readToJson } from "../read/json.ts";
 import { ParamError, parseId, parseMaxBytes, parseStart } from "../read/params.ts";
 import { summarizePartitions } from "../read/partitions.ts";
-import { readRecords } from "../read/read_records.ts";
+import { openRead, type ReadAnswer, readRecords, type ReadResult } from "../read/read_records.ts";
+import { PIECE_WINDOW } from "../read/answer_stream.ts";
 import { requireBearer } from "./auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
 import { DEFAULT_REFRESH_SECONDS, renderStatusFragment, renderStatusPage } from "./status_page.ts";
@@ -69,6 +72,11 @@ const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
 const BUDGET_WAIT_MS = 2_000;
 /** Bytes handed to the server per body chunk. */
 const BODY_CHUNK = 1 << 20;
+/**
+ * Read memory a streamed raw answer reserves: the walk's window, the first window it keeps, the
+ * window being validated and the one the socket is sending.
+ */
+const STREAMED_READ_BYTES = 4 * PIECE_WINDOW;
 
 /**
  * A response body over `bytes` that gives the read's memory back once it has all been sent
@@ -89,6 +97,53 @@ function releasingBody(bytes: Uint8Array, release: () => void): ReadableStream<U
     },
     cancel() {
       release();
+    },
+  }, { highWaterMark: 0 });
+}
+
+/**
+ * A response body streaming a read's windows as the client takes them; the read's memory is
+ * given back when the answer ends, fails or the client goes away. A failure mid-answer errors
+ * the stream, so the server cuts the connection: a client never takes a short body for a whole.
+ */
+function streamedBody(
+  answer: ReadAnswer,
+  release: () => void,
+  logger: Logger,
+  label: string,
+): ReadableStream<Uint8Array> {
+  const windows = answer.windows();
+  let sent = 0;
+  const end = () => {
+    release();
+    void answer.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await windows.next();
+        if (done) {
+          controller.close();
+          end();
+          return;
+        }
+        sent += value.length;
+        controller.enqueue(value);
+      } catch (err) {
+        logger.error("read failed mid-answer; the connection is cut", {
+          partition: label,
+          first_offset: answer.firstOffset,
+          sent_bytes: sent,
+          content_length: answer.byteLength,
+          err,
+        });
+        controller.error(err);
+        end();
+      }
+    },
+    async cancel() {
+      await windows.return(undefined).catch(() => {});
+      end();
     },
   }, { highWaterMark: 0 });
 }
@@ -200,17 +255,20 @@ export function createApp(o: AppOptions): Hono {
     if (format !== "raw" && format !== "json") {
       throw new ParamError("format", `format must be raw or json, got ${JSON.stringify(format)}`);
     }
-    // Memory first: a read holds up to max_bytes until its answer is sent.
-    const release = await o.read.budget?.acquire(maxBytes, BUDGET_WAIT_MS) ?? (() => {});
+    // Memory first: a JSON read holds up to max_bytes until its answer is sent; a raw answer
+    // is streamed, so it holds a few windows whatever its size.
+    const reserve = format === "json" ? maxBytes : Math.min(maxBytes, STREAMED_READ_BYTES);
+    const release = await o.read.budget?.acquire(reserve, BUDGET_WAIT_MS) ?? (() => {});
     // A read that starts where another read of this partition ended is that reader going on:
     // it gets readahead without any header. A given `x-tierd-reader` names it instead.
     const label = `${ids.stream}/${ids.topic}/${ids.partition}`;
     const hinted = readerId(c.req.header("x-tierd-reader"));
     const reader = hinted ??
       (start.offset !== undefined ? continuity.readerFor(label, start.offset) : undefined);
-    let r;
+    const req = { partition: ids, ...start, maxBytes, readerId: reader };
+    let r: ReadResult | ReadAnswer;
     try {
-      r = await readRecords(o.read, { partition: ids, ...start, maxBytes, readerId: reader });
+      r = format === "json" ? await readRecords(o.read, req) : await openRead(o.read, req);
     } catch (err) {
       release();
       throw err;
@@ -225,7 +283,7 @@ export function createApp(o: AppOptions): Hono {
       "cache-control": "no-store",
     };
     if (r.gap) headers["x-tierd-gap"] = `${r.gap.from}-${r.gap.to}`;
-    if (format === "json") {
+    if ("bytes" in r) {
       const text = new TextEncoder().encode(jsonText(readToJson(ids, r, start)));
       return c.body(releasingBody(text, release), 200, {
         ...headers,
@@ -233,10 +291,10 @@ export function createApp(o: AppOptions): Hono {
         "content-length": String(text.length),
       });
     }
-    return c.body(releasingBody(r.bytes, release), 200, {
+    return c.body(streamedBody(r, release, logger, label), 200, {
       ...headers,
       "content-type": "application/octet-stream",
-      "content-length": String(r.bytes.length),
+      "content-length": String(r.byteLength),
     });
   });
 

@@ -322,7 +322,7 @@ function initKnownSeries(m: TierdMetrics): void {
   for (const reason of Object.keys(EVICTION_REASONS)) m.cacheEvictions.init({ reason });
   for (const source of READ_SOURCES) {
     m.readBytes.init({ source });
-    for (const outcome of ["ok", "gap"]) m.reads.init({ source, outcome });
+    for (const outcome of ["ok", "gap", "cancelled"]) m.reads.init({ source, outcome });
   }
   for (const outcome of Object.keys(READ_FAILURES)) m.reads.init({ source: "none", outcome });
 }

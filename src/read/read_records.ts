@@ -6,6 +6,12 @@
 // dropped from the cache and fetched once more before the read fails; a sealed local segment
 // that fails is read from its verified copy, when there is one.
 //
+// A read runs in two passes, so its memory is a bounded window, not `maxBytes`: the walk reads
+// record headers only and plans the answer (its offsets, record count and byte length, known
+// before the first byte is sent), then `AnswerStream` (answer_stream.ts) reads the planned bytes
+// window by window, validates each window and hands it on. Local files stay open between the
+// passes, so broker retention unlinking one does not disturb the answer.
+//
 // Semantics a client relies on:
 // - An offset inside an Iggy 0.9 batch returns that whole batch: `firstOffset` is the batch's
 //   base offset, which may be below the offset asked for. Iggy 0.8 records are single messages.
@@ -16,7 +22,6 @@
 //   unrecorded hole between segments) stops before it. A read that starts inside one answers
 //   from the first offset after it, with `gap` set to the missing range.
 import { readFile, stat } from "node:fs/promises";
-import { concatBytes } from "../../providers/bytes.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import type { SegmentCodec } from "../format/codec.ts";
 import { codecFor } from "../format/codecs.ts";
@@ -44,6 +49,7 @@ import {
 } from "./errors.ts";
 import { deadlineIn, type ReadDeadline, readFailure, within } from "./_fetch.ts";
 import { openLocalLog, ReadWindow, remoteLog, type SegmentLog } from "./segment_log.ts";
+import { type AnswerPiece, AnswerStream, type Cut, PIECE_WINDOW } from "./answer_stream.ts";
 import {
   EMPTY_INDEX,
   parseSegmentIndex,
@@ -85,30 +91,44 @@ export interface ReadResult {
   records: number;
 }
 
+/** What the walk plans: the answer's facts and the pieces its bytes come from. */
+interface ReadPlan extends Omit<ReadAnswer, "windows" | "close" | "sourceSoFar"> {
+  pieces: AnswerPiece[];
+  codec: SegmentCodec;
+}
+
 /** Bytes fetched at least per window miss while walking record headers. */
 const LOCAL_WINDOW = 256 * 1024;
 const REMOTE_WINDOW = 64 * 1024;
 
+/** A read's answer before its bytes are read: what a client is told first, then the bytes. */
+export interface ReadAnswer extends Omit<ReadResult, "bytes"> {
+  /** Bytes the answer holds (its `content-length`). */
+  byteLength: number;
+  /**
+   * The answer's bytes, window by window, each validated before it is yielded (at most about
+   * `PIECE_WINDOW` bytes, or one larger record). Ends the read — its files closed, its outcome
+   * counted — when it finishes, fails or is returned from early.
+   * @throws {SegmentCorrupt} bytes failed validation twice (the answer cannot be completed)
+   * @throws {StoreUnavailable} / {FetchTimeout} / {RemoteObjectMissing} as {@link readRecords}
+   */
+  windows(): AsyncGenerator<Uint8Array<ArrayBuffer>>;
+  /** Ends the read without taking its bytes (closes the files it holds open). */
+  close(): Promise<void>;
+  /**
+   * Where the bytes yielded so far came from. It differs from `source`, told before the bytes,
+   * only when a sealed local segment failed validation and was read from its verified copy.
+   */
+  sourceSoFar(): ReadSource;
+}
+
 /**
- * Reads whole records of a partition.
+ * Plans a read: finds its records, walking their headers, and answers what it will send. The
+ * bytes follow from `windows()`, so a read holds a bounded window, not `maxBytes`.
  *
- * @throws {UnknownPartition} the partition is not a tiered partition tierd knows
- * @throws {OffsetBelowRetention} the offset is below the first one still available
- * @throws {OffsetPastEnd} nothing at or after the start (yet)
- * @throws {RemoteObjectMissing} a copied object is gone from the store (data loss; also counted
- *   in `tierd_remote_objects_missing_total`)
- * @throws {SegmentCorrupt} bytes failed validation (checksums, for bytes from the store)
- * @throws {StoreUnavailable} / {FetchTimeout} / {CacheFull} the store is down, throttling or
- *   slow, or the chunk cache is full: retry later
- * @throws {RangeError} for a request without exactly one start or with a bad `maxBytes`
- * @example
- * ```ts
- * const ctx = createReadContext({ config, store, prefix: "iggy" });
- * const partition = { stream: 1, topic: 1, partition: 0 };
- * const r = await readRecords(ctx, { partition, offset: 0n, maxBytes: 1 << 20 });
- * ```
+ * @throws as {@link readRecords}, for what the walk finds before the first byte
  */
-export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<ReadResult> {
+export async function openRead(ctx: ReadContext, req: ReadRequest): Promise<ReadAnswer> {
   if ((req.offset === undefined) === (req.timestamp === undefined)) {
     throw new RangeError("a read needs exactly one of offset and timestamp");
   }
@@ -117,7 +137,7 @@ export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<R
   }
   await initHashes();
   const deadline = deadlineIn(ctx.fetchTimeoutMs, ctx.clock);
-  let result: ReadResult;
+  let plan: ReadPlan;
   let replanned = false;
   let refetched = false;
   /** Sealed local segments whose bytes failed validation: read from their copies instead. */
@@ -126,7 +146,7 @@ export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<R
     for (;;) {
       const catalog = await loadCatalog(ctx, req.partition);
       try {
-        result = await new RecordWalk(ctx, catalog, req, deadline, avoidLocal).run();
+        plan = await new RecordWalk(ctx, catalog, req, deadline, avoidLocal).run();
         break;
       } catch (err) {
         // Retention may have deleted the segment after the catalog was built: plan again.
@@ -163,9 +183,75 @@ export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<R
     countFailure(ctx, err);
     throw err;
   }
-  ctx.metrics?.reads.inc({ source: result.source, outcome: result.gap ? "gap" : "ok" });
-  ctx.metrics?.readBytes.inc({ source: result.source }, result.bytes.length);
-  return result;
+  const { pieces, codec, ...answer } = plan;
+  const stream = new AnswerStream(ctx, codec, pieces);
+  const source = () => sourceOf(stream.sources) ?? answer.source;
+  let counted = false;
+  /** Counts the read once, by how it ended. */
+  const ended = (outcome: string) => {
+    if (counted) return;
+    counted = true;
+    ctx.metrics?.reads.inc({ source: source(), outcome });
+  };
+  return {
+    ...answer,
+    async *windows() {
+      let handed = 0;
+      try {
+        for await (const w of stream.windows()) {
+          handed += w.length;
+          yield w;
+        }
+        ended(answer.gap ? "gap" : "ok");
+      } catch (err) {
+        if (!counted) countFailure(ctx, err);
+        counted = true;
+        throw err;
+      } finally {
+        if (handed > 0) ctx.metrics?.readBytes.inc({ source: source() }, handed);
+      }
+    },
+    close: async () => {
+      ended("cancelled"); // the client went away before the whole answer
+      await stream.close();
+    },
+    sourceSoFar: source,
+  };
+}
+
+function sourceOf(sources: ReadonlySet<"local" | "remote">): ReadSource | undefined {
+  if (sources.size === 0) return undefined;
+  return sources.size > 1 ? "mixed" : [...sources][0];
+}
+
+/**
+ * Reads whole records of a partition into memory (see {@link openRead} to stream them).
+ *
+ * @throws {UnknownPartition} the partition is not a tiered partition tierd knows
+ * @throws {OffsetBelowRetention} the offset is below the first one still available
+ * @throws {OffsetPastEnd} nothing at or after the start (yet)
+ * @throws {RemoteObjectMissing} a copied object is gone from the store (data loss; also counted
+ *   in `tierd_remote_objects_missing_total`)
+ * @throws {SegmentCorrupt} bytes failed validation (checksums, for bytes from the store)
+ * @throws {StoreUnavailable} / {FetchTimeout} / {CacheFull} the store is down, throttling or
+ *   slow, or the chunk cache is full: retry later
+ * @throws {RangeError} for a request without exactly one start or with a bad `maxBytes`
+ * @example
+ * ```ts
+ * const ctx = createReadContext({ config, store, prefix: "iggy" });
+ * const partition = { stream: 1, topic: 1, partition: 0 };
+ * const r = await readRecords(ctx, { partition, offset: 0n, maxBytes: 1 << 20 });
+ * ```
+ */
+export async function readRecords(ctx: ReadContext, req: ReadRequest): Promise<ReadResult> {
+  const { windows, close: _close, sourceSoFar, byteLength, ...answer } = await openRead(ctx, req);
+  const bytes = new Uint8Array(byteLength);
+  let at = 0;
+  for await (const w of windows()) {
+    bytes.set(w, at);
+    at += w.length;
+  }
+  return { ...answer, source: sourceSoFar(), bytes };
 }
 
 /** True when the journal no longer lists the missing object's segment as a verified copy. */
@@ -209,7 +295,7 @@ class RecordWalk {
   #codec!: SegmentCodec;
   /** The offset the answer must start at (moved past a gap the read started in). */
   #target: bigint;
-  readonly #parts: Uint8Array[] = [];
+  readonly #pieces: AnswerPiece[] = [];
   #taken = 0;
   #records = 0;
   #first?: bigint;
@@ -243,7 +329,17 @@ class RecordWalk {
     return this.#byOffset ? `offset ${this.#req.offset}` : `timestamp ${this.#req.timestamp}`;
   }
 
-  async run(): Promise<ReadResult> {
+  /** Plans the answer; on failure, the files it opened are closed. */
+  async run(): Promise<ReadPlan> {
+    try {
+      return await this.#plan();
+    } catch (err) {
+      for (const p of this.#pieces) await p.local?.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  async #plan(): Promise<ReadPlan> {
     const { entries, label } = this.#catalog;
     const format = await catalogFormat(this.#ctx, this.#catalog, this.#deadline);
     if (!format || entries.length === 0) throw new OffsetPastEnd(label, this.#startText);
@@ -264,10 +360,12 @@ class RecordWalk {
       throw new OffsetPastEnd(label, this.#startText, this.#scannedTo);
     }
     return {
-      bytes: concatBytes(this.#parts),
+      pieces: this.#pieces,
+      codec: this.#codec,
+      byteLength: this.#taken,
       firstOffset: this.#first,
       nextOffset: this.#next,
-      source: this.#sources.size > 1 ? "mixed" : [...this.#sources][0],
+      source: sourceOf(this.#sources)!,
       ...(this.#gap && { gap: this.#gap }),
       format,
       records: this.#records,
@@ -339,7 +437,8 @@ class RecordWalk {
     try {
       return await this.#walk(e, log, prev);
     } finally {
-      await log.close();
+      // A local file the answer takes bytes from stays open until they are sent.
+      if (this.#pieces.at(-1)?.local !== log) await log.close();
     }
   }
 
@@ -375,16 +474,17 @@ class RecordWalk {
     let { position: pos, offset: expected } = seeking
       ? await this.#seek(e, log)
       : { position: 0, offset: e.start };
-    // Remote: one cache read per request for everything that can fit, so a cold read is
+    // Remote: one cache read per window for everything that can fit, so a small cold read is
     // answered from the cache's exact-range first fetch and a scan looks sequential to readahead.
     const window = new ReadWindow(
       log,
-      log.where === "local"
-        ? LOCAL_WINDOW
-        : Math.max(REMOTE_WINDOW, Math.min(this.#req.maxBytes - this.#taken, log.size - pos)),
+      log.where === "local" ? LOCAL_WINDOW : Math.max(
+        REMOTE_WINDOW,
+        Math.min(PIECE_WINDOW, this.#req.maxBytes - this.#taken, log.size - pos),
+      ),
     );
     let from: number | undefined;
-    let firstHere = expected;
+    const cuts: Cut[] = [];
     let done = false;
     while (pos < log.size) {
       const info = await this.#header(window, e, log, pos, expected);
@@ -400,16 +500,19 @@ class RecordWalk {
       }
       if (from === undefined) {
         from = pos;
-        firstHere = info.firstOffset;
+        cuts.push({ position: pos, offset: info.firstOffset });
         if (seeking) this.#found(info, prev);
-        // One fetch for the headers and the bytes of everything that can fit.
-        await window.ensure(pos, this.#req.maxBytes - this.#taken);
+        // One fetch for the headers and the bytes of the first window.
+        await window.ensure(pos, Math.min(PIECE_WINDOW, this.#req.maxBytes - this.#taken));
       }
       this.#taken += info.size;
       this.#records++;
       this.#next = info.lastOffset + 1n;
       pos += info.size;
       expected = this.#next;
+      if (pos - cuts.at(-1)!.position >= PIECE_WINDOW) {
+        cuts.push({ position: pos, offset: expected });
+      }
       if (this.#taken >= this.#req.maxBytes) {
         done = true;
         break;
@@ -417,9 +520,15 @@ class RecordWalk {
     }
     if (from === undefined) this.#scannedTo = expected; // nothing here: the next offset, so far
     else {
-      const bytes = await window.read(from, pos - from);
-      await this.#validate(bytes, e, log, window, from, firstHere);
-      this.#parts.push(bytes);
+      if (cuts.at(-1)!.position !== pos) cuts.push({ position: pos, offset: expected });
+      this.#pieces.push({
+        entry: e,
+        local: log.where === "local" ? log : undefined,
+        remote: e.remote && this.#source(e),
+        cuts,
+        held: window.peek(from, cuts[1].position - from),
+        verify: log.where === "remote" || e.local?.sealed === true,
+      });
       this.#sources.add(log.where);
     }
     return done;
@@ -565,33 +674,6 @@ class RecordWalk {
         );
       }
       return info;
-    } catch (err) {
-      if (err instanceof FormatError) throw await this.#corrupt(e, log, window, err);
-      throw err;
-    }
-  }
-
-  /**
-   * Validates the taken bytes. Record checksums are verified for bytes from the store and for a
-   * sealed local segment; the active segment may be mid-write, so only its structure is.
-   */
-  async #validate(
-    bytes: Uint8Array,
-    e: CatalogSegment,
-    log: SegmentLog,
-    window: ReadWindow,
-    from: number,
-    first: bigint,
-  ): Promise<void> {
-    try {
-      const walk = this.#codec.walk(bytes, {
-        file: log.name,
-        startOffset: e.start,
-        expectedOffset: first,
-        filePosition: from,
-        verify: log.where === "remote" || e.local?.sealed === true,
-      });
-      for (const _ of walk) { /* each record is validated as it is yielded */ }
     } catch (err) {
       if (err instanceof FormatError) throw await this.#corrupt(e, log, window, err);
       throw err;

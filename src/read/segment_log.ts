@@ -110,6 +110,13 @@ export class ReadWindow {
     return this.#bytes.subarray(0, want);
   }
 
+  /** Exactly `[position, position + length)` if the window holds it now, without fetching. */
+  peek(position: number, length: number): Uint8Array<ArrayBuffer> | undefined {
+    const from = position - this.#start;
+    if (from < 0 || from + length > this.#bytes.length) return undefined;
+    return this.#bytes.subarray(from, from + length) as Uint8Array<ArrayBuffer>;
+  }
+
   /** The range of the log the window holds now. */
   get held(): { position: number; length: number } {
     return { position: this.#start, length: this.#bytes.length };

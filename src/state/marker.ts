@@ -1,6 +1,7 @@
 // The 128-byte `.remote` marker (docs/architecture.md, "State on local disk"): the durable proof,
 // kept in tierd's state directory, that a segment's `.log` lives in the object store. Written
 // before any broker file is unlinked.
+import { closeSync, openSync, readSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { initHashes, xxh3_64 } from "../hash.ts";
 import { writeFileDurable } from "./durable.ts";
@@ -189,6 +190,30 @@ export async function writeMarker(path: string, m: Marker): Promise<void> {
 export async function readMarker(path: string): Promise<Marker> {
   await initHashes();
   return decodeMarker(await readFile(path), path);
+}
+
+/**
+ * Reads and verifies a marker file synchronously: open, one read, close — a third of the cost
+ * of `readMarker` per file, for the boot scan of many thousands (call `initHashes()` first).
+ *
+ * @throws as {@link readMarker}
+ */
+export function readMarkerSync(path: string): Marker {
+  const fd = openSync(path, "r");
+  try {
+    const bytes = new Uint8Array(MARKER_SIZE + 1); // one more: a longer file is refused
+    const n = readSync(fd, bytes, 0, bytes.length, 0);
+    if (n > MARKER_SIZE) {
+      throw new MarkerError(
+        "size",
+        path,
+        `more than ${MARKER_SIZE} bytes, expected ${MARKER_SIZE}`,
+      );
+    }
+    return decodeMarker(bytes.subarray(0, n), path);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function hex64(value: bigint): string {

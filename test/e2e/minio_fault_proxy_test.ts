@@ -7,7 +7,7 @@
 // disk — before or after a restart — holds the corrupted bytes; a corrupted chunk that lands on
 // disk unread is caught on its first read after a restart and fetched again; and a store that
 // keeps answering corrupted bytes fails the read with remote_data_corrupt only after a second,
-// fresh GET of each chunk.
+// fresh GET of the chunk it failed on, and leaves nothing of that answer cached.
 //
 // Deadlines (item 4): with the S3Store sending through storeFetch(fetch_timeout), as the agent
 // does, a proxy that goes silent on `.log` GETs — or sends half a body and stalls — fails the read
@@ -269,8 +269,11 @@ if (await minioAvailable("cache healing and deadlines through a fault proxy in f
                 const at = `${key} ${range}`;
                 perRange.set(at, (perRange.get(at) ?? 0) + 1);
               }
+              // The range the answer failed on was fetched twice; the walk fetched the ranges
+              // after it once, and they were dropped, unread, with the failed answer.
               assert.ok(perRange.size >= 1);
-              for (const [at, n] of perRange) assert.equal(n, 2, `${at}: GET twice before failing`);
+              assert.ok([...perRange.values()].includes(2), "a fresh GET before failing");
+              for (const [at, n] of perRange) assert.ok(n <= 2, `${at}: GET ${n} times`);
               assert.equal(cache.stats().evictions.corrupt, gets, "every bad answer evicted");
               assert.equal((await chunkFilesOnDisk(r.cacheDir)).count, 0, "nothing bad kept");
 

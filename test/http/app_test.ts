@@ -115,7 +115,9 @@ Deno.test("/metrics parses and carries partition gauges and read counters", asyn
     const { app } = appFor(s);
     const read = await app.request(`${RECORDS}?offset=0&max_bytes=100`);
     assert.equal(read.status, 200);
-    await read.body?.cancel();
+    await read.arrayBuffer();
+    const left = await app.request(`${RECORDS}?offset=0&max_bytes=100`);
+    await left.body?.cancel(); // the client leaves before the answer
     const res = await app.request("/metrics");
     assert.equal(res.status, 200);
     assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
@@ -124,6 +126,10 @@ Deno.test("/metrics parses and carries partition gauges and read counters", asyn
     assert.ok(sampleValue(f, "tierd_local_bytes", labels)! > 0);
     assert.ok(sampleValue(f, "tierd_remote_bytes", labels)! > 0);
     assert.equal(sampleValue(f, "tierd_reads_total", { source: "remote", outcome: "ok" }), 1);
+    assert.equal(
+      sampleValue(f, "tierd_reads_total", { source: "remote", outcome: "cancelled" }),
+      1,
+    );
     assert.ok(sampleValue(f, "tierd_fetches_total", { outcome: "ok" })! >= 1);
     assert.equal(sampleValue(f, "tierd_remote_objects_missing_total"), 0);
   });
