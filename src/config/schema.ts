@@ -101,8 +101,9 @@ export interface AgentConfig {
   /** Open HTTP connections at most; 0 = from the open-file limit (at most 1024). @default 0 */
   http_max_connections: number;
   /**
-   * Bytes reads may hold in memory at once, node-wide; over it a read waits briefly, then
-   * answers 503. 0 = a sixteenth of the cache size, between 64 MiB and 512 MiB. @default 0
+   * Bytes reads may hold in memory at once, node-wide (a streamed raw read reserves 4 MiB, a
+   * JSON read its max_bytes); over it a read waits briefly, then answers 503. 0 = a sixteenth
+   * of the cache size, between 64 MiB and 512 MiB. @default 0
    */
   read_memory_budget: number;
   broker: BrokerConfig;
