@@ -321,10 +321,13 @@ export class ChunkCache implements RangeReader {
           firstChunk: span.first,
           lastChunk: span.end - 1,
           chunks: bounds.length - 1,
+          atEnd: to === src.size,
+          nextKey: options.next?.key,
         });
         for (let k = ahead.from; k < ahead.to; k++) {
           this.#prefetch(this.#chunkRef(src, bounds, k), heat);
         }
+        if (ahead.spill > 0 && options.next) this.#prefetchStart(options.next, ahead.spill, heat);
       }
       const got = await Promise.all(parts);
       return got.length === 1 ? got[0] : concatBytes(got);
@@ -590,6 +593,19 @@ export class ChunkCache implements RangeReader {
     }
     if (heat === "hot") flight.tier = "main";
     else if (flight.tier === "prefetched") flight.tier = "cold";
+  }
+
+  /**
+   * Readahead across an object boundary: the first `count` chunks of `src`, once its chunk
+   * bounds are known (they may need its index). A failure only means no readahead.
+   */
+  #prefetchStart(src: ChunkSource, count: number, heat: ReaderHeat): void {
+    this.#boundsOf(src).then((bounds) => {
+      if (this.#closed) return;
+      for (let k = 0; k < Math.min(count, bounds.length - 1); k++) {
+        this.#prefetch(this.#chunkRef(src, bounds, k), heat);
+      }
+    }).catch(() => {});
   }
 
   #prefetch(chunk: ChunkRef, heat: ReaderHeat): void {

@@ -24,6 +24,11 @@ export interface RangeReadOptions {
   signal?: AbortSignal;
   /** Identifies a sequential reader across calls (for readahead and cold-reader isolation). */
   readerId?: string;
+  /**
+   * The object a sequential reader goes on to after `src` (the partition's next remote segment):
+   * readahead that reaches the end of `src` carries on into its first chunks.
+   */
+  next?: ChunkSource;
 }
 
 /** Serves byte ranges of remote objects (through a cache, or straight from the store). */

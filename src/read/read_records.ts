@@ -354,7 +354,7 @@ class RecordWalk {
         continue;
       }
       if (this.#next !== undefined && e.start !== this.#next) break; // an unrecorded hole
-      if (await this.#segment(e, entries[i - 1])) break;
+      if (await this.#segment(e, entries[i - 1], entries[i + 1])) break;
     }
     if (this.#first === undefined || this.#next === undefined) {
       throw new OffsetPastEnd(label, this.#startText, this.#scannedTo);
@@ -431,8 +431,12 @@ class RecordWalk {
   }
 
   /** Reads what the answer needs from one segment; true when the answer is complete. */
-  async #segment(e: CatalogSegment, prev: CatalogEntry | undefined): Promise<boolean> {
-    const log = await this.#open(e);
+  async #segment(
+    e: CatalogSegment,
+    prev: CatalogEntry | undefined,
+    next: CatalogEntry | undefined,
+  ): Promise<boolean> {
+    const log = await this.#open(e, next);
     if (!log) return false; // gone locally and never copied: the hole check stops a spanning read
     try {
       return await this.#walk(e, log, prev);
@@ -442,8 +446,11 @@ class RecordWalk {
     }
   }
 
-  /** Local bytes when the file is still there (and trusted), else the remote copy. */
-  async #open(e: CatalogSegment): Promise<SegmentLog | undefined> {
+  /**
+   * Local bytes when the file is still there (and trusted), else the remote copy — read ahead
+   * into `next` when that is remote too.
+   */
+  async #open(e: CatalogSegment, next?: CatalogEntry): Promise<SegmentLog | undefined> {
     if (e.local && !this.#avoidLocal.has(e.start)) {
       const log = await openLocalLog(e.local.logPath);
       if (log) return log;
@@ -454,7 +461,17 @@ class RecordWalk {
       });
     }
     if (!e.remote) return undefined;
-    return remoteLog(this.#ctx, this.#source(e), e.start, this.#deadline, this.#req.readerId);
+    const ahead = next?.kind === "segment" && next.remote && !next.local
+      ? this.#source(next)
+      : undefined;
+    return remoteLog(
+      this.#ctx,
+      this.#source(e),
+      e.start,
+      this.#deadline,
+      this.#req.readerId,
+      ahead,
+    );
   }
 
   #source(e: CatalogSegment): PositionedChunkSource {

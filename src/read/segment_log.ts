@@ -53,6 +53,8 @@ export async function openLocalLog(path: string): Promise<SegmentLog | undefined
  * A remote `.log` read through `ctx.reader`, waiting at most until `deadline` for each range.
  *
  * @param segment the segment's start offset, for errors
+ * @param readerId the sequential reader reading it, for readahead
+ * @param next the object that reader goes on to (readahead carries on into it)
  */
 export function remoteLog(
   ctx: ReadContext,
@@ -60,6 +62,7 @@ export function remoteLog(
   segment: bigint,
   deadline: ReadDeadline,
   readerId?: string,
+  next?: ChunkSource,
 ): SegmentLog {
   return {
     where: "remote",
@@ -70,7 +73,7 @@ export function remoteLog(
       if (want === 0) return new Uint8Array(0);
       try {
         return await within(
-          ctx.reader.read(source, position, want, { readerId }),
+          ctx.reader.read(source, position, want, { readerId, next }),
           deadline,
           source.key,
         );

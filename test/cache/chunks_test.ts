@@ -248,3 +248,29 @@ Deno.test("a reader that re-reads the tail of its last range and moves on is seq
   r = readaheadStep(r.state, step(100, 200, 0, 0), 4);
   assert.equal(r.state.window, 0);
 });
+
+Deno.test("readahead carries on into the next object: the window spills over and keeps growing", () => {
+  // Objects "a" and "b" of 3 chunks each; the reader reads "a" chunk by chunk, then "b".
+  const at = (key: string, k: number, nextKey?: string): ReadStep => ({
+    key,
+    start: k * 10,
+    end: k * 10 + 10,
+    firstChunk: k,
+    lastChunk: k,
+    chunks: 3,
+    atEnd: k === 2,
+    nextKey,
+  });
+  let r = readaheadStep(undefined, at("a", 0, "b"), 4);
+  r = readaheadStep(r.state, at("a", 1, "b"), 4);
+  assert.deepEqual([r.state.window, r.from, r.to, r.spill], [1, 2, 3, 0]);
+  r = readaheadStep(r.state, at("a", 2, "b"), 4);
+  assert.deepEqual([r.state.window, r.from, r.to, r.spill], [2, 3, 3, 2], "2 chunks of b");
+  assert.equal(r.state.next, "b");
+  r = readaheadStep(r.state, at("b", 0), 4);
+  assert.equal(r.state.window, 4, "starting b continues the reader");
+  // Without a next object, nothing spills; a read of another object's start is a new reader.
+  const alone = readaheadStep(r.state, { ...at("b", 2), atEnd: true }, 4);
+  assert.equal(alone.spill, 0);
+  assert.equal(readaheadStep(alone.state, at("c", 0), 4).state.window, 0);
+});

@@ -92,3 +92,56 @@ Deno.test("a plain sequential reader gets readahead: fewer store GETs per byte",
     await s.cleanup();
   }
 });
+
+Deno.test("readahead crosses segment boundaries: a plain reader finds each next segment's start cached", async () => {
+  // Segments of ~64 KiB, chunks of 1 MiB: each segment is one chunk, so readahead within a
+  // segment has nothing to fetch, and only readahead across boundaries can help.
+  const s = await buildScenario({
+    format: "iggy-0.9",
+    before: 8_000,
+    after: 10,
+    segmentSize: 64 * 1024,
+    payloadSize: 100,
+    messagesPerBatch: 5,
+    evict: 100,
+  });
+  try {
+    const cache = await ChunkCache.open(s.store, {
+      path: join(s.dir, "cache-boundaries"),
+      size: 64 * 1024 * 1024,
+      chunkSize: 1024 * 1024,
+      readaheadMax: 4,
+      diskTotalBytes: 2 ** 40,
+    });
+    try {
+      const registry = new Registry();
+      const metrics = createTierdMetrics(registry);
+      const app = createApp({
+        read: s.context({ reader: cache, metrics }),
+        registry,
+        metrics,
+        ready: () => true,
+        apiToken: "",
+      });
+      const remote = s.records.filter((r) => r.evicted);
+      const segments = new Set(remote.map((r) => r.segment)).size;
+      assert.ok(segments >= 10, `${segments} evicted segments`);
+      let offset = 0n;
+      for (let i = 0; offset <= remote.at(-1)!.lastOffset; i++) {
+        const res = await app.request(`${RECORDS}?offset=${offset}&max_bytes=16384`);
+        assert.equal(res.status, 200, await res.clone().text());
+        await res.arrayBuffer();
+        offset = BigInt(res.headers.get("x-tierd-next-offset")!);
+        await cache.idle(); // let the readahead land, as a consumer's think time would
+      }
+      const { prefetches, misses } = cache.stats();
+      console.log(`${segments} segments: ${prefetches} prefetches, ${misses} cache misses`);
+      assert.ok(prefetches >= segments - 3, `${prefetches} prefetches for ${segments} segments`);
+      assert.ok(misses <= 3, `only the first segments wait for the store (${misses} misses)`);
+    } finally {
+      await cache.close();
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
