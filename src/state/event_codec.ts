@@ -55,8 +55,13 @@ function isEventType(type: unknown): type is JournalEventType {
   return typeof type === "string" && Object.hasOwn(SCHEMA, type);
 }
 
+/** Each event type's fields, listed once (decoding a journal asks for them per record). */
+const FIELDS = new Map(
+  Object.entries(SCHEMA).map(([type, fields]) => [type, Object.entries(fields)]),
+) as Map<JournalEventType, [string, FieldKind][]>;
+
 function fieldsOf(type: JournalEventType): [string, FieldKind][] {
-  return Object.entries(SCHEMA[type]);
+  return FIELDS.get(type)!;
 }
 
 /**

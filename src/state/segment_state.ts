@@ -1,42 +1,11 @@
 // Folds a partition's journal events into its state: incarnation, generation, floor and each
 // segment's place in the remote lifecycle (docs/architecture.md, "Segment lifecycle"). Illegal
 // transitions are refused loudly.
-import type { SegmentFacts } from "../layout/segment_facts.ts";
-import type { DeleteCause, JournalEvent, SegmentEvent } from "./events.ts";
+import type { JournalEvent, SegmentEvent } from "./events.ts";
+import type { SegmentRecord, SegmentState } from "./segment_record.ts";
+import { SegmentTable } from "./segment_table.ts";
 
-/** A segment's remote lifecycle state (KIP-405 plus DANGLING). A segment with no record is LOCAL. */
-export type SegmentState =
-  | "COPY_SEGMENT_STARTED"
-  | "COPY_SEGMENT_FINISHED"
-  | "DANGLING"
-  | "DELETE_SEGMENT_STARTED"
-  | "DELETE_SEGMENT_FINISHED"
-  | "LOST_BEFORE_UPLOAD";
-
-/** One segment of one generation, as the journal knows it. Records are never mutated. */
-export interface SegmentRecord {
-  /** Start offset (the segment's name). */
-  readonly start: bigint;
-  /** The generation its objects are keyed under. */
-  readonly generation: bigint;
-  readonly state: SegmentState;
-  /** Milliseconds since the epoch when it entered `state`. */
-  readonly since: number;
-  /** Store upload id to abort during cleanup (set while an upload may be incomplete). */
-  readonly uploadId?: string;
-  /** Object key of the journaled multipart upload. */
-  readonly multipartKey?: string;
-  /** Local files confirmed gone (only ever after COPY_SEGMENT_FINISHED). */
-  readonly evicted: boolean;
-  /** Set from COPY_SEGMENT_FINISHED on (kept through retention deletion). */
-  readonly meta?: SegmentFacts;
-  /** Why the segment last became DANGLING (kept through its cleanup). */
-  readonly danglingReason?: string;
-  /** Set from DELETE_SEGMENT_STARTED on. */
-  readonly deleteCause?: DeleteCause;
-  /** End offset reported with LOST_BEFORE_UPLOAD, when known. */
-  readonly lostEndOffset?: bigint;
-}
+export type { SegmentRecord, SegmentState } from "./segment_record.ts";
 
 /** A partition's state, folded from its journal. */
 export interface PartitionState {
@@ -162,7 +131,7 @@ export function fold(
 ): PartitionState {
   let state: PartitionState = {
     ...from,
-    segments: new Map([...from.segments].map(([g, m]) => [g, new Map(m)])),
+    segments: new Map([...from.segments].map(([g, m]) => [g, tableOf(g, m).clone()])),
   };
   for (const event of events) state = commit(state, plan(state, event), true);
   return state;
@@ -258,13 +227,22 @@ function commit(state: PartitionState, change: Change, inPlace: boolean): Partit
   // Only fold() passes inPlace, on maps it copied itself, so nobody else sees the mutation.
   const outer = (inPlace ? state.segments : new Map(state.segments)) as Map<
     bigint,
-    Map<bigint, SegmentRecord>
+    ReadonlyMap<bigint, SegmentRecord>
   >;
   const existing = outer.get(record.generation);
-  const inner = existing && inPlace ? existing : new Map(existing);
-  inner.set(record.start, record);
-  outer.set(record.generation, inner);
+  const table = existing
+    ? (inPlace
+      ? tableOf(record.generation, existing)
+      : tableOf(record.generation, existing).clone())
+    : new SegmentTable(record.generation);
+  table.set(record);
+  outer.set(record.generation, table);
   return inPlace ? state : { ...state, segments: outer };
+}
+
+/** A generation's records as a table: itself, or a plain map's records copied into one. */
+function tableOf(generation: bigint, records: ReadonlyMap<bigint, SegmentRecord>): SegmentTable {
+  return records instanceof SegmentTable ? records : SegmentTable.of(generation, records.values());
 }
 
 function without<T extends object, K extends keyof T>(value: T, ...keys: K[]): Omit<T, K> {
