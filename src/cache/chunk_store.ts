@@ -1,6 +1,7 @@
 // The storage of cached chunks: content-addressed files in a two-level fan-out under the cache
-// directory, written as `.part`, fsynced and renamed, read back with their block checksums
-// verified. It knows nothing of budgets or recency (see policy.ts).
+// directory, written as `.part` and renamed (not fsynced: a damaged chunk is fetched again),
+// read back with their block checksums verified. It knows nothing of budgets or recency (see
+// policy.ts).
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { readInto, writeAll } from "../../providers/bytes.ts";
@@ -66,9 +67,11 @@ export class ChunkStore {
   }
 
   /**
-   * Writes a chunk durably: `{name}.part`, fsync, rename to `{name}.chunk`. The fan-out
-   * directories are not fsynced: a rename lost in a crash only costs a refetch, because boot
-   * drops table entries whose files are missing.
+   * Writes a chunk: `{name}.part`, then rename to `{name}.chunk`. Nothing is fsynced — the cache
+   * holds copies, not data: a chunk a crash cut short or left unwritten fails its header, length
+   * or block checksums at its next read and is fetched again, and a rename lost in a crash only
+   * costs a refetch, because boot drops table entries whose files are missing. (An fsync per
+   * 8 MiB chunk cost ~25 ms on a cloud disk, and every read waiting for the chunk waited for it.)
    *
    * @param name the chunk's content address
    * @param range the chunk's `[start, end)` in its object
@@ -94,7 +97,6 @@ export class ChunkStore {
       try {
         await writeAll(fh, header);
         await writeAll(fh, data);
-        await fh.sync();
       } finally {
         await fh.close();
       }

@@ -20,6 +20,7 @@ import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
+import { collectBootGarbage } from "../runtime/memory.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
@@ -271,7 +272,10 @@ async function runAgent(
   // Ready once every partition is open (journal replay, boot reconciliation), not after the
   // first pass, which takes hours with a big backlog; open() runs before the first pass.
   worker.open().then(
-    (n) => markReady(`store probe passed, ${n} partition journals replayed`),
+    (n) => {
+      collectBootGarbage();
+      markReady(`store probe passed, ${n} partition journals replayed`);
+    },
     (err) => logger.error("opening the partitions failed; ready after the first pass", { err }),
   );
   // The Iggy-compatible listener: the broker's own HTTP API, reading through to the bucket.
