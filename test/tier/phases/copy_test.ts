@@ -1,7 +1,8 @@
 // The copy phase alone: sealed segments go to the store oldest first, journaled before they
 // start and when verified; a failed or unreadable segment holds back the ones after it.
 import assert from "node:assert/strict";
-import { readFile, rm, truncate } from "node:fs/promises";
+import { readFile, rm, truncate, writeFile } from "node:fs/promises";
+import { decorateStore } from "../../../providers/decorate.ts";
 import { getSegment } from "../../../src/state/segment_state.ts";
 import { copyPhase } from "../../../src/tier/phases/copy.ts";
 import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.ts";
@@ -222,6 +223,43 @@ Deno.test("copy: with the format unknown nothing is copied, journaled or sent", 
     });
     assert.equal(r.ledger.journalSize, before);
     assert.equal(r.sim.requestCount(), 0);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("copy: the next segment is verified while one uploads; bytes that change after that are never taken as copied", async () => {
+  let flipped = false;
+  let next: { logPath: string; size: number } | undefined;
+  const r = await phaseRig({
+    wrap: (sim) =>
+      decorateStore(sim, async (call) => {
+        if (call.op === "put" && call.key.endsWith(".log") && !flipped && next) {
+          // The first .log upload: by now the next segment's verification (a few KiB) is done.
+          flipped = true;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          const bytes = new Uint8Array(await readFile(next.logPath));
+          bytes[next.size - 1] ^= 0xff; // the last payload byte of its last record
+          await writeFile(next.logPath, bytes);
+        }
+        return call.run(call.signal);
+      }),
+  });
+  try {
+    const [s0, s1] = r.segments;
+    next = s1;
+    const out = await copyPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+      reportedGaps: new Set(),
+    });
+    assert.ok(flipped);
+    assert.equal(getSegment(r.ledger.state, 0n, s0.startOffset)?.state, "COPY_SEGMENT_FINISHED");
+    // Verified before the change, read for the upload after it: the upload's own hash refuses it.
+    assert.equal(out.copied, 1);
+    assert.equal(out.failed, 1);
+    assert.equal(getSegment(r.ledger.state, 0n, s1.startOffset)?.state, "DANGLING");
+    assert.notEqual(getSegment(r.ledger.state, 0n, s1.startOffset)?.state, "COPY_SEGMENT_FINISHED");
   } finally {
     await r.cleanup();
   }
