@@ -114,6 +114,8 @@ function streamedBody(
 ): ReadableStream<Uint8Array> {
   const windows = answer.windows();
   let sent = 0;
+  /** The client went away: nothing more is sent, and nothing that follows is an error. */
+  let cancelled = false;
   const end = () => {
     release();
     void answer.close();
@@ -122,6 +124,7 @@ function streamedBody(
     async pull(controller) {
       try {
         const { value, done } = await windows.next();
+        if (cancelled) return;
         if (done) {
           controller.close();
           end();
@@ -130,6 +133,7 @@ function streamedBody(
         sent += value.length;
         controller.enqueue(value);
       } catch (err) {
+        if (cancelled) return;
         logger.error("read failed mid-answer; the connection is cut", {
           partition: label,
           first_offset: answer.firstOffset,
@@ -142,6 +146,7 @@ function streamedBody(
       }
     },
     async cancel() {
+      cancelled = true;
       await windows.return(undefined).catch(() => {});
       end();
     },

@@ -12,6 +12,8 @@ import {
   type Scenario,
   type ScenarioOptions,
 } from "../read/_scenario.ts";
+import { ReadBudget } from "../../src/read/read_budget.ts";
+import { capturingLogger } from "../_model/tier_harness.ts";
 import { appFor, errorBody, RECORDS } from "./_app.ts";
 
 async function withScenario(
@@ -296,4 +298,32 @@ Deno.test("admin routes need the bearer token; without one they are disabled", a
     assert.match(body.message, /api_token/);
     assert.equal(passes, 1);
   });
+});
+
+Deno.test("records: a client that leaves mid-answer gives its read memory back, and nothing is logged as failed", async () => {
+  await withScenario(async (s) => {
+    const budget = new ReadBudget(64 * 1024 * 1024);
+    const { logger, lines } = capturingLogger("info");
+    const { app, registry } = appFor(s, { read: { budget, logger } });
+    // A whole partition's worth, so the answer spans several windows of ~1 MiB.
+    const res = await app.request(`${RECORDS}?offset=0&max_bytes=${64 * 1024 * 1024}`);
+    assert.equal(res.status, 200);
+    assert.ok(budget.free < budget.bytes, "the read holds its reservation while it is sent");
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    assert.ok(!first.done && first.value.length > 0);
+    const pending = reader.read(); // a window is being read for the client…
+    await reader.cancel(); // …when it goes away
+    await pending;
+    for (let i = 0; i < 50 && budget.free < budget.bytes; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(budget.free, budget.bytes, "all of it given back");
+    assert.deepEqual(lines.filter((l) => l.level === "error"), []);
+    const f = parseExposition(registry.render());
+    const cancelled = ["local", "remote", "mixed"].map((source) =>
+      sampleValue(f, "tierd_reads_total", { source, outcome: "cancelled" }) ?? 0
+    );
+    assert.equal(cancelled.reduce((a, b) => a + b), 1, "counted once, as cancelled");
+  }, { before: 3000, payloadSize: 1000, segmentSize: 512 * 1024, evict: 2 });
 });
