@@ -628,8 +628,8 @@ export class ChunkCache implements RangeReader {
   /**
    * Fetches one chunk: a fetch slot, then room in the budget (decided synchronously, so
    * concurrent misses never overshoot), then the bandwidth, one ranged GET (retried on transient
-   * errors), `.part` + rename (no fsync: see chunk_store.ts), and the chunk joins its recency list. The fetch belongs
-   * to no reader: only `close()` cancels it.
+   * errors), `.part` + rename (no fsync: see chunk_store.ts), and the chunk joins its recency
+   * list. The fetch belongs to no reader: only `close()` cancels it.
    */
   async #runFlight(flight: Flight): Promise<Uint8Array> {
     const { chunk } = flight;

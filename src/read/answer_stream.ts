@@ -68,8 +68,7 @@ export class AnswerStream {
           piece.held = undefined;
           yield await this.#window(piece, from, length, held);
         }
-        await piece.local?.close();
-        piece.local = undefined;
+        await closeLocal(piece);
       }
     } finally {
       await this.close();
@@ -85,10 +84,7 @@ export class AnswerStream {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const p of this.#pieces) {
-      await p.local?.close().catch(() => {});
-      p.local = undefined;
-    }
+    for (const p of this.#pieces) await closeLocal(p).catch(() => {});
   }
 
   async #window(
@@ -119,8 +115,7 @@ export class AnswerStream {
         segment,
         err: failure,
       });
-      await piece.local?.close();
-      piece.local = undefined;
+      await closeLocal(piece);
       piece.verify = true;
     } else {
       throw new SegmentCorrupt("local", log.name, failure, segment);
@@ -179,6 +174,13 @@ export class AnswerStream {
       throw err;
     }
   }
+}
+
+/** Closes the local file the piece holds open, if any: the piece reads no more from it. */
+async function closeLocal(piece: AnswerPiece): Promise<void> {
+  const local = piece.local;
+  piece.local = undefined;
+  await local?.close();
 }
 
 /** Exactly `length` bytes at `position`, or a format error naming where the log ended. */

@@ -105,10 +105,8 @@ export class ReadWindow {
   /** Up to `length` bytes at `position` (fewer only at the end of the log). */
   async read(position: number, length: number): Promise<Uint8Array> {
     const want = Math.max(0, Math.min(length, this.log.size - position));
-    const from = position - this.#start;
-    if (from >= 0 && from + want <= this.#bytes.length) {
-      return this.#bytes.subarray(from, from + want);
-    }
+    const held = this.peek(position, want);
+    if (held) return held;
     await this.#fill(position, Math.max(want, this.minFetch));
     return this.#bytes.subarray(0, want);
   }
@@ -128,8 +126,7 @@ export class ReadWindow {
   /** Makes the window hold [position, position + length) (clamped to the log), fetching if needed. */
   async ensure(position: number, length: number): Promise<void> {
     const want = Math.max(0, Math.min(length, this.log.size - position));
-    const from = position - this.#start;
-    if (from >= 0 && from + want <= this.#bytes.length) return;
+    if (this.peek(position, want)) return;
     await this.#fill(position, want);
   }
 

@@ -25,7 +25,7 @@ import type { Logger } from "../log.ts";
 import { fsyncDir } from "../state/durable.ts";
 import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
 import { getSegment, segmentsOf } from "../state/segment_state.ts";
-import { computeFloor } from "../tier/policy.ts";
+import { computeFloor, floorBeforeFirstCopy } from "../tier/policy.ts";
 import { hashFile } from "../tier/file_hash.ts";
 import { type KeySpace, PartitionLedger } from "../tier/partition_ledger.ts";
 import {
@@ -337,9 +337,7 @@ async function writeState(
       if (!o.withData) more.push({ type: "evicted", segment: seg.start, generation, at });
     }
     if (more.length > 0) await ledger.record(...more);
-    // Offsets below the bucket's first copy left it by total retention: the floor starts there.
-    const first = segments.reduce((m, s) => (s.start < m ? s.start : m), segments[0]?.start ?? 0n);
-    const base = ledger.state.floor >= first - 1n ? ledger.state.floor : first - 1n;
+    const base = floorBeforeFirstCopy(segments.map((s) => s.start), ledger.state.floor);
     const floor = computeFloor(
       segmentsOf(ledger.state).map((r) => ({
         start: r.start,

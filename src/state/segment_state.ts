@@ -230,11 +230,8 @@ function commit(state: PartitionState, change: Change, inPlace: boolean): Partit
     ReadonlyMap<bigint, SegmentRecord>
   >;
   const existing = outer.get(record.generation);
-  const table = existing
-    ? (inPlace
-      ? tableOf(record.generation, existing)
-      : tableOf(record.generation, existing).clone())
-    : new SegmentTable(record.generation);
+  const base = existing && tableOf(record.generation, existing);
+  const table = !base ? new SegmentTable(record.generation) : inPlace ? base : base.clone();
   table.set(record);
   outer.set(record.generation, table);
   return inPlace ? state : { ...state, segments: outer };

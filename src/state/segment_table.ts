@@ -41,9 +41,11 @@ function u64(value: bigint, what: string): bigint {
   return value;
 }
 
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** The key a start offset is found under (a number while exact: cheaper than a bigint key). */
 function rowKey(start: bigint): number | bigint {
-  return start <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(start) : start;
+  return start <= MAX_EXACT ? Number(start) : start;
 }
 
 /** The records of one generation, by start offset, in the order they were first set. */

@@ -111,6 +111,18 @@ export interface FloorSegment {
 }
 
 /**
+ * Where the floor of state rebuilt from the bucket starts: right before the bucket's first copy
+ * (offsets below it left the bucket by total retention, or were never tiered, and a rebuilt
+ * journal cannot say which), or `current` when that is higher or there is no copy. From there
+ * `computeFloor` can advance over the copies, and nothing below is reported lost.
+ */
+export function floorBeforeFirstCopy(starts: readonly bigint[], current: bigint): bigint {
+  if (starts.length === 0) return current;
+  const first = starts.reduce((m, s) => (s < m ? s : m));
+  return current >= first - 1n ? current : first - 1n;
+}
+
+/**
  * Computes the floor from segment records sorted or not: the end of the longest run of copied
  * or lost segments that starts right after `current` (offset 0 for a floor of -1). Returns
  * `current` when that run does not reach past it: the floor never moves backwards within a

@@ -20,6 +20,7 @@ import {
 } from "./incarnation_evidence.ts";
 import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { type PhaseContext, withSegmentDeadline } from "./phase.ts";
+import { floorBeforeFirstCopy } from "./policy.ts";
 import {
   headSegments,
   type InventoryProblem,
@@ -140,23 +141,22 @@ async function recordRebuilt(
 }
 
 /**
- * The bucket's first copy starts where the partition's tiered history begins: offsets below it
- * left the bucket by total retention (or were never tiered), and a rebuilt journal cannot say
- * which. The floor starts right before it, so it can advance over the copies (it never crosses
- * offsets no record covers) and nothing below it is reported lost.
+ * The floor of the rebuilt journal starts right before the bucket's first copy
+ * (`floorBeforeFirstCopy`), so it can advance over the copies (it never crosses offsets no record
+ * covers) and nothing below it is reported lost.
  */
 async function recordRetentionBase(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   segments: readonly RemoteSegment[],
 ): Promise<void> {
-  if (segments.length === 0 || ledger.state.floor >= 0n) return;
-  const first = segments.reduce((m, s) => (s.start < m ? s.start : m), segments[0].start);
-  if (first === 0n) return;
+  if (ledger.state.floor >= 0n) return;
+  const base = floorBeforeFirstCopy(segments.map((s) => s.start), ledger.state.floor);
+  if (base === ledger.state.floor) return;
   await ledger.record({
     type: "floor",
     generation: ledger.state.generation,
-    tieredUpTo: first - 1n,
+    tieredUpTo: base,
     at: ctx.clock.now(),
   });
 }

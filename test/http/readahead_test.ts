@@ -13,6 +13,27 @@ import { createTierdMetrics } from "../../src/metrics/tierd.ts";
 import { buildScenario, type Scenario } from "../read/_scenario.ts";
 import { RECORDS } from "./_app.ts";
 
+/** The API over the scenario, reading remote bytes through a cache of 1 MiB chunks over `store`. */
+async function cachedApp(s: Scenario, store: ObjectStore, dir: string) {
+  const cache = await ChunkCache.open(store, {
+    path: dir,
+    size: 64 * 1024 * 1024,
+    chunkSize: 1024 * 1024,
+    readaheadMax: 4,
+    diskTotalBytes: 2 ** 40,
+  });
+  const registry = new Registry();
+  const metrics = createTierdMetrics(registry);
+  const app = createApp({
+    read: s.context({ store, reader: cache, metrics }),
+    registry,
+    metrics,
+    ready: () => true,
+    apiToken: "",
+  });
+  return { app, cache };
+}
+
 /** Scans the remote part of the partition with small reads; returns store GETs and bytes. */
 async function scan(
   s: Scenario,
@@ -24,23 +45,8 @@ async function scan(
     if (call.op === "get") gets++;
     return call.run(call.signal);
   });
-  const cache = await ChunkCache.open(counted, {
-    path: dir,
-    size: 64 * 1024 * 1024,
-    chunkSize: 1024 * 1024,
-    readaheadMax: 4,
-    diskTotalBytes: 2 ** 40,
-  });
+  const { app, cache } = await cachedApp(s, counted, dir);
   try {
-    const registry = new Registry();
-    const metrics = createTierdMetrics(registry);
-    const app = createApp({
-      read: s.context({ store: counted, reader: cache, metrics }),
-      registry,
-      metrics,
-      ready: () => true,
-      apiToken: "",
-    });
     const lastRemote = s.records.filter((r) => r.evicted).at(-1)!.lastOffset;
     let offset = 0n;
     let bytes = 0;
@@ -106,23 +112,8 @@ Deno.test("readahead crosses segment boundaries: a plain reader finds each next 
     evict: 100,
   });
   try {
-    const cache = await ChunkCache.open(s.store, {
-      path: join(s.dir, "cache-boundaries"),
-      size: 64 * 1024 * 1024,
-      chunkSize: 1024 * 1024,
-      readaheadMax: 4,
-      diskTotalBytes: 2 ** 40,
-    });
+    const { app, cache } = await cachedApp(s, s.store, join(s.dir, "cache-boundaries"));
     try {
-      const registry = new Registry();
-      const metrics = createTierdMetrics(registry);
-      const app = createApp({
-        read: s.context({ reader: cache, metrics }),
-        registry,
-        metrics,
-        ready: () => true,
-        apiToken: "",
-      });
       const remote = s.records.filter((r) => r.evicted);
       const segments = new Set(remote.map((r) => r.segment)).size;
       assert.ok(segments >= 10, `${segments} evicted segments`);

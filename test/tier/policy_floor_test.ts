@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { computeFloor, type FloorSegment } from "../../src/tier/policy.ts";
+import { computeFloor, floorBeforeFirstCopy, type FloorSegment } from "../../src/tier/policy.ts";
 
 /** Contiguous chain of segments with random statuses. */
 const chain = fc.array(
@@ -56,4 +56,11 @@ Deno.test("floor never crosses offsets before the first record that nothing cove
   const lost: FloorSegment = { start: 0n, endOffset: 12n, copied: false, lost: true };
   assert.equal(computeFloor([...copied, lost], -1n), 25n);
   assert.equal(computeFloor(copied, 12n), 25n);
+});
+
+Deno.test("a rebuilt floor starts right before the bucket's first copy, never below the current one", () => {
+  assert.equal(floorBeforeFirstCopy([300n, 100n, 200n], -1n), 99n);
+  assert.equal(floorBeforeFirstCopy([0n, 100n], -1n), -1n, "copies from offset 0: nothing below");
+  assert.equal(floorBeforeFirstCopy([100n], 250n), 250n, "never moves back");
+  assert.equal(floorBeforeFirstCopy([], 7n), 7n, "no copy: as it was");
 });
