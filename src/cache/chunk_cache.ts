@@ -147,8 +147,10 @@ interface Flight {
   ticket?: GateTicket;
   /** The cold read's exact-range first fetch; resolves undefined if it failed. */
   preview?: { start: number; end: number; bytes: Promise<Uint8Array | undefined> };
-  /** The chunk's bytes once fetched (written to disk unless the disk failed). */
-  done: Promise<Uint8Array>;
+  /** The chunk's bytes, as soon as they are fetched (before they are written). */
+  bytes: Promise<Uint8Array>;
+  /** The whole fetch: settles once the chunk is written (or the disk failed). */
+  done: Promise<unknown>;
 }
 
 /** A readahead fetch that found no room without evicting chunks a reader needs. */
@@ -435,6 +437,7 @@ export class ChunkCache implements RangeReader {
     this.#cancelPersistTimer?.();
     this.#closing.abort(new DOMException("chunk cache closed", "AbortError"));
     await this.idle();
+    await this.#chunks.closeFiles();
     await this.persist();
   }
 
@@ -582,7 +585,7 @@ export class ChunkCache implements RangeReader {
         return bytes.slice(from - preview.start, to - preview.start);
       }
     }
-    const bytes = await untilAborted(flight.done, signal);
+    const bytes = await untilAborted(flight.bytes, signal);
     return bytes.slice(from - flight.chunk.start, to - flight.chunk.start);
   }
 
@@ -616,22 +619,30 @@ export class ChunkCache implements RangeReader {
 
   #newFlight(chunk: ChunkRef, heat: ReaderHeat, read: boolean): Flight {
     const tier: Tier = !read ? "prefetched" : heat === "hot" ? "main" : "cold";
-    return { chunk, read, tier, heat, done: Promise.resolve(new Uint8Array(0)) };
+    const settled = Promise.resolve(new Uint8Array(0));
+    return { chunk, read, tier, heat, bytes: settled, done: settled };
   }
 
   #startFlight(flight: Flight): void {
     this.#flights.set(flight.chunk.name, flight);
-    flight.done = this.#runFlight(flight);
-    flight.done.catch(() => {});
+    const fetched = Promise.withResolvers<Uint8Array>();
+    flight.bytes = fetched.promise;
+    flight.bytes.catch(() => {});
+    flight.done = this.#runFlight(flight, fetched.resolve).then(fetched.resolve, fetched.reject);
   }
 
   /**
    * Fetches one chunk: a fetch slot, then room in the budget (decided synchronously, so
    * concurrent misses never overshoot), then the bandwidth, one ranged GET (retried on transient
    * errors), `.part` + rename (no fsync: see chunk_store.ts), and the chunk joins its recency
-   * list. The fetch belongs to no reader: only `close()` cancels it.
+   * list. The reads waiting for it are answered by `fetched` as soon as the bytes are in, not
+   * after the write; a read that comes meanwhile joins the flight and takes them from memory.
+   * The fetch belongs to no reader: only `close()` cancels it.
    */
-  async #runFlight(flight: Flight): Promise<Uint8Array> {
+  async #runFlight(
+    flight: Flight,
+    fetched: (bytes: Uint8Array) => void,
+  ): Promise<Uint8Array> {
     const { chunk } = flight;
     const signal = this.#closing.signal;
     const began = this.#clock.now();
@@ -661,6 +672,8 @@ export class ChunkCache implements RangeReader {
       this.#evict(reserved.victims);
       await Promise.all(reserved.victims.map((v) => this.#unlinks.get(v.name)));
       const bytes = await this.#fetchChunk(chunk, signal);
+      fetched(bytes);
+      this.#reportFetch(kind, "ok", length, began);
       // The slot is held until the chunk is written, so reservations never outnumber the
       // slots: a budget of fetch_concurrency maximal chunks always has room for a read.
       await this.#unlinks.get(chunk.name);
@@ -676,7 +689,6 @@ export class ChunkCache implements RangeReader {
           this.#evict(this.#policy.trim());
         }
       }
-      this.#reportFetch(kind, "ok", length, began);
       return bytes;
     } catch (err) {
       if (reservation) this.#policy.release(reservation);

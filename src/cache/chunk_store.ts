@@ -46,11 +46,32 @@ export interface StoredChunk {
   mtimeMs: number;
 }
 
-/** Reads and writes chunk files under `{root}/chunks/{aa}/{bb}/{name}.chunk`. */
+/** Chunk files kept open between reads, at most (a sequential reader reads one many times). */
+const OPEN_CHUNKS = 16;
+
+/** An open chunk file whose header and length were checked when it was opened. */
+interface OpenChunk {
+  fh: FileHandle;
+  header: ChunkHeader;
+  /** Reads using it now. */
+  users: number;
+  /** Dropped from the open set (replaced, deleted or pushed out): closed when unused. */
+  retired: boolean;
+}
+
+/**
+ * Reads and writes chunk files under `{root}/chunks/{aa}/{bb}/{name}.chunk`. The files read
+ * last stay open, their headers checked once, so a read of a cached chunk is one positioned
+ * read and its block checksums, not an open, three reads, a stat and a close.
+ */
 export class ChunkStore {
   readonly #dir: string;
   readonly #blockSize: number;
   readonly #madeDirs = new Set<string>();
+  /** Open chunk files by name, least recently used first. */
+  readonly #open = new Map<string, OpenChunk>();
+  /** Closes of retired files still in progress. */
+  readonly #closing = new Set<Promise<void>>();
 
   /**
    * @param root the cache directory (`cache.path`)
@@ -101,6 +122,7 @@ export class ChunkStore {
         await fh.close();
       }
       await rename(part, path);
+      this.#retire(name); // an open file of that name is the one the rename replaced
     } catch (err) {
       await rm(part, { force: true }).catch(() => {});
       throw err;
@@ -126,6 +148,44 @@ export class ChunkStore {
     to: number,
   ): Promise<Uint8Array | undefined> {
     const path = this.pathOf(name);
+    const file = await this.#acquire(name, path);
+    if (!file) return undefined;
+    try {
+      const { header } = file;
+      if (header.start !== range.start || header.end !== range.end) {
+        throw new ChunkCorruptError(path, "header names another chunk");
+      }
+      if (to <= from) return new Uint8Array(0);
+      const blocks = blocksCovering(header, from, to);
+      const buf = new Uint8Array(blocks.dataEnd - blocks.dataStart);
+      const got = await readInto(file.fh, buf, header.headerLength + blocks.dataStart);
+      if (got !== buf.length) throw new ChunkCorruptError(path, "truncated data");
+      verifyBlocks(header, blocks.first, buf, path);
+      return buf.subarray(from - blocks.dataStart, to - blocks.dataStart);
+    } catch (err) {
+      this.#retire(name); // a damaged file is not read again through this handle
+      throw err;
+    } finally {
+      this.#release(file);
+    }
+  }
+
+  /** Closes the files kept open (reads in progress finish first). */
+  async closeFiles(): Promise<void> {
+    const files = [...this.#open.keys()];
+    for (const name of files) this.#retire(name);
+    await Promise.all([...this.#closing]);
+  }
+
+  /** The open file of chunk `name`, its header and length checked; undefined when missing. */
+  async #acquire(name: string, path: string): Promise<OpenChunk | undefined> {
+    const kept = this.#open.get(name);
+    if (kept) {
+      this.#open.delete(name); // re-inserted: most recently used
+      this.#open.set(name, kept);
+      kept.users++;
+      return kept;
+    }
     let fh: FileHandle;
     try {
       fh = await open(path, "r");
@@ -133,25 +193,51 @@ export class ChunkStore {
       if (isNotFound(err)) return undefined;
       throw err;
     }
+    let header: ChunkHeader;
     try {
-      const header = await readHeader(fh, path);
-      if (header.name !== name || header.start !== range.start || header.end !== range.end) {
-        throw new ChunkCorruptError(path, "header names another chunk");
-      }
+      header = await readHeader(fh, path);
+      if (header.name !== name) throw new ChunkCorruptError(path, "header names another chunk");
       const { size } = await fh.stat();
       if (size !== header.headerLength + (header.end - header.start)) {
         throw new ChunkCorruptError(path, `file is ${size} bytes, header says otherwise`);
       }
-      if (to <= from) return new Uint8Array(0);
-      const blocks = blocksCovering(header, from, to);
-      const buf = new Uint8Array(blocks.dataEnd - blocks.dataStart);
-      const got = await readInto(fh, buf, header.headerLength + blocks.dataStart);
-      if (got !== buf.length) throw new ChunkCorruptError(path, "truncated data");
-      verifyBlocks(header, blocks.first, buf, path);
-      return buf.subarray(from - blocks.dataStart, to - blocks.dataStart);
-    } finally {
+    } catch (err) {
       await fh.close();
+      throw err;
     }
+    const file: OpenChunk = { fh, header, users: 1, retired: false };
+    const raced = this.#open.get(name);
+    if (raced) {
+      // Another read opened it meanwhile: keep that one, this one is closed after use.
+      file.retired = true;
+      return file;
+    }
+    this.#open.set(name, file);
+    for (const [old] of this.#open) {
+      if (this.#open.size <= OPEN_CHUNKS) break;
+      this.#retire(old);
+    }
+    return file;
+  }
+
+  #release(file: OpenChunk): void {
+    file.users--;
+    if (file.retired && file.users === 0) this.#closeFile(file);
+  }
+
+  /** Drops chunk `name`'s open file from the set; it is closed once no read uses it. */
+  #retire(name: string): void {
+    const file = this.#open.get(name);
+    if (!file) return;
+    this.#open.delete(name);
+    file.retired = true;
+    if (file.users === 0) this.#closeFile(file);
+  }
+
+  #closeFile(file: OpenChunk): void {
+    const closing = file.fh.close().catch(() => {});
+    this.#closing.add(closing);
+    closing.finally(() => this.#closing.delete(closing));
   }
 
   /**
@@ -179,6 +265,7 @@ export class ChunkStore {
 
   /** Deletes chunk `name`'s file; a missing file is not an error. */
   async remove(name: string): Promise<void> {
+    this.#retire(name);
     await rm(this.pathOf(name), { force: true });
   }
 

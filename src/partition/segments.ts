@@ -33,26 +33,38 @@ export async function listSegments(
   }
   starts.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const out: SegmentFiles[] = [];
-  for (const [i, start] of starts.entries()) {
-    const logPath = join(dir, `${segmentStem(start)}.log`);
-    const indexPath = join(dir, `${segmentStem(start)}.index`);
-    const log = await statOrUndefined(logPath);
-    if (!log) continue; // removed by the broker while we listed
-    const index = await statOrUndefined(indexPath);
-    const mtimeMs = Math.max(log.mtimeMs, index?.mtimeMs ?? 0);
-    const hasSuccessor = i < starts.length - 1;
-    out.push({
-      start,
-      logPath,
-      indexPath,
-      logSize: log.size,
-      indexSize: index ? index.size : -1,
-      mtimeMs,
-      sealed: hasSuccessor && options.now - mtimeMs >= options.quiescenceMs,
-    });
+  // The stats go out a batch at a time, not one after another: a partition holds hundreds of
+  // segments, and each stat is a round trip to the file system.
+  for (let from = 0; from < starts.length; from += STAT_BATCH) {
+    const batch = starts.slice(from, from + STAT_BATCH);
+    const stats = await Promise.all(batch.map((start) => {
+      const stem = segmentStem(start);
+      return Promise.all([
+        statOrUndefined(join(dir, `${stem}.log`)),
+        statOrUndefined(join(dir, `${stem}.index`)),
+      ]);
+    }));
+    for (const [j, [log, index]] of stats.entries()) {
+      if (!log) continue; // removed by the broker while we listed
+      const start = batch[j];
+      const mtimeMs = Math.max(log.mtimeMs, index?.mtimeMs ?? 0);
+      const hasSuccessor = from + j < starts.length - 1;
+      out.push({
+        start,
+        logPath: join(dir, `${segmentStem(start)}.log`),
+        indexPath: join(dir, `${segmentStem(start)}.index`),
+        logSize: log.size,
+        indexSize: index ? index.size : -1,
+        mtimeMs,
+        sealed: hasSuccessor && options.now - mtimeMs >= options.quiescenceMs,
+      });
+    }
   }
   return out;
 }
+
+/** Segments whose files are stat-ed at once. */
+const STAT_BATCH = 32;
 
 async function statOrUndefined(path: string) {
   try {

@@ -9,7 +9,7 @@ import { FormatError } from "../format/errors.ts";
 import type { FormatName } from "../format/types.ts";
 import { incarnationHex } from "../layout/partition.ts";
 import { type PartitionId, partitionLabel, partitionRelPath } from "../layout/partition.ts";
-import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+import type { SegmentFiles } from "../partition/segments.ts";
 import { type PartitionState, type SegmentRecord, segmentsOf } from "../state/segment_state.ts";
 import { segmentKeys } from "../layout/object_keys.ts";
 import { fromUserMetadata } from "../layout/object_metadata.ts";
@@ -103,11 +103,9 @@ export async function loadCatalog(ctx: ReadContext, id: PartitionId): Promise<Ca
   ) {
     state = undefined;
   }
+  if (!dirStat?.isDirectory()) ctx.listings.forget(dir);
   const local = dirStat?.isDirectory()
-    ? await listSegments(dir, {
-      now: ctx.clock.now(),
-      quiescenceMs: ctx.config.agent.seal_quiescence,
-    })
+    ? await ctx.listings.list(dir, dirStat, ctx.config.agent.seal_quiescence)
       .catch((err: NodeJS.ErrnoException) => {
         if (err.code === "ENOENT") return [];
         throw err;

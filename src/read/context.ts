@@ -9,6 +9,7 @@ import { type Logger, silentLogger } from "../log.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
 import { DirectRangeReader } from "./direct_reader.ts";
 import { IndexCache } from "./index_cache.ts";
+import { LocalListings } from "./local_listing.ts";
 import { JournalStateReader, type PartitionStateSource } from "./state_source.ts";
 import type { ReadBudget } from "./read_budget.ts";
 
@@ -23,6 +24,8 @@ export interface ReadContext {
   readonly reader: RangeReader;
   readonly states: PartitionStateSource;
   readonly indexes: IndexCache;
+  /** Listings of the broker's partition directories, reused while they are unchanged. */
+  readonly listings: LocalListings;
   /** Detected formats by partition directory identity (a partition never changes format). */
   readonly formats: Map<string, FormatName>;
   readonly metrics?: TierdMetrics;
@@ -66,6 +69,7 @@ export function createReadContext(o: ReadContextOptions): ReadContext {
     reader: o.reader ?? new DirectRangeReader(o.store, { metrics: o.metrics, clock: o.clock }),
     states: o.states ?? new JournalStateReader(o.config.agent.state_dir),
     indexes: o.indexes ?? new IndexCache(),
+    listings: new LocalListings(o.clock ?? systemClock),
     formats: new Map(),
     metrics: o.metrics,
     logger: o.logger ?? silentLogger,

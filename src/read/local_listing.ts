@@ -1,0 +1,82 @@
+// The read path's view of a broker partition directory. Listing one (a readdir and a stat of
+// every `.log` and `.index`) on every read made a sequential reader pay a dozen file-system
+// round trips per request before its first byte; a listing is reused instead while the
+// directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
+// same) and younger than a second, and only the active segment — the one file the broker
+// writes to — is looked at again.
+import { stat } from "node:fs/promises";
+import type { Clock } from "../../providers/clock.ts";
+import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+
+/** How long a listing is reused while its directory looks unchanged. */
+export const LISTING_REUSE_MS = 1000;
+
+/** What identifies a directory's contents: its inode and modification time. */
+export interface DirectoryStamp {
+  ino: number;
+  mtimeMs: number;
+}
+
+interface Listing {
+  stamp: DirectoryStamp;
+  listedAt: number;
+  segments: SegmentFiles[];
+}
+
+/** Listings of partition directories, reused while each directory is unchanged. */
+export class LocalListings {
+  readonly #byDir = new Map<string, Listing>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /**
+   * The segments in `dir`, oldest first, as {@link listSegments} gives them: each call gets
+   * its own copies, the active segment's sizes fresh from disk.
+   *
+   * @param stamp the directory's stat, just taken
+   * @param quiescenceMs `agent.seal_quiescence`
+   */
+  async list(dir: string, stamp: DirectoryStamp, quiescenceMs: number): Promise<SegmentFiles[]> {
+    const now = this.#clock.now();
+    const kept = this.#byDir.get(dir);
+    if (
+      kept && kept.stamp.ino === stamp.ino && kept.stamp.mtimeMs === stamp.mtimeMs &&
+      now - kept.listedAt < LISTING_REUSE_MS && await refreshActive(kept.segments)
+    ) {
+      return kept.segments.map((s, i) => ({
+        ...s,
+        sealed: i < kept.segments.length - 1 && now - s.mtimeMs >= quiescenceMs,
+      }));
+    }
+    const segments = await listSegments(dir, { now, quiescenceMs });
+    this.#byDir.set(dir, {
+      stamp: { ino: stamp.ino, mtimeMs: stamp.mtimeMs },
+      listedAt: now,
+      segments,
+    });
+    return segments.map((s) => ({ ...s }));
+  }
+
+  /** Forgets `dir` (it no longer exists). */
+  forget(dir: string): void {
+    this.#byDir.delete(dir);
+  }
+}
+
+/** Takes the active segment's sizes again. @returns false when its `.log` is gone */
+async function refreshActive(segments: SegmentFiles[]): Promise<boolean> {
+  const active = segments.at(-1);
+  if (!active) return true;
+  const [log, index] = await Promise.all([
+    stat(active.logPath).catch(() => undefined),
+    stat(active.indexPath).catch(() => undefined),
+  ]);
+  if (!log) return false;
+  active.logSize = log.size;
+  active.indexSize = index ? index.size : -1;
+  active.mtimeMs = Math.max(log.mtimeMs, index?.mtimeMs ?? 0);
+  return true;
+}
