@@ -149,6 +149,10 @@ interface Flight {
   preview?: { start: number; end: number; bytes: Promise<Uint8Array | undefined> };
   /** The chunk's bytes, as soon as they are fetched (before they are written). */
   bytes: Promise<Uint8Array>;
+  /** Its bytes are in (the file may still be being written). */
+  fetched?: boolean;
+  /** Its bytes failed a record checksum (`invalidate`) after they came: never cached. */
+  spoiled?: boolean;
   /** The whole fetch: settles once the chunk is written (or the disk failed). */
   done: Promise<unknown>;
 }
@@ -360,16 +364,25 @@ export class ChunkCache implements RangeReader {
     }
     const span = chunksCovering(bounds, start, Math.max(1, length));
     const gone: string[] = [];
+    const spoiled: Promise<unknown>[] = [];
     for (let k = span.first; k < span.end; k++) {
       const chunk = this.#chunkRef(src, bounds, k);
       const flight = this.#flights.get(chunk.name);
       if (flight) flight.preview = undefined;
+      if (flight?.fetched) {
+        // Its bytes may be the bad ones, still being written: they are not cached, and the
+        // next read starts a fresh GET instead of joining this fetch.
+        flight.spoiled = true;
+        this.#flights.delete(chunk.name);
+        spoiled.push(flight.done);
+      }
       const entry = this.#policy.remove(chunk.name);
       if (!entry) continue;
       this.#evict([{ name: chunk.name, bytes: entry.bytes, reason: "corrupt" }]);
       gone.push(chunk.name);
     }
     // The files are gone before the read asks again, so no restart can bring them back.
+    await Promise.all(spoiled);
     await Promise.all(gone.map((name) => this.#unlinks.get(name)));
   }
 
@@ -672,15 +685,23 @@ export class ChunkCache implements RangeReader {
       this.#evict(reserved.victims);
       await Promise.all(reserved.victims.map((v) => this.#unlinks.get(v.name)));
       const bytes = await this.#fetchChunk(chunk, signal);
+      flight.fetched = true;
       fetched(bytes);
       this.#reportFetch(kind, "ok", length, began);
       // The slot is held until the chunk is written, so reservations never outnumber the
       // slots: a budget of fetch_concurrency maximal chunks always has room for a read.
       await this.#unlinks.get(chunk.name);
       try {
-        await this.#chunks.write(chunk.name, chunk, bytes);
-        this.#policy.commit(reservation, chunk.name, flight.tier);
-        this.#dirty = true;
+        const spoiled = () => flight.spoiled === true;
+        const written = spoiled() ? 0 : await this.#chunks.write(chunk.name, chunk, bytes, spoiled);
+        if (spoiled()) {
+          this.#policy.release(reservation);
+          if (written > 0) this.#evict([{ name: chunk.name, bytes: written, reason: "corrupt" }]);
+          else this.#stats.eviction("corrupt", bytesNeeded);
+        } else {
+          this.#policy.commit(reservation, chunk.name, flight.tier);
+          this.#dirty = true;
+        }
       } catch (err) {
         // The bytes are good even if the disk is not: answer the waiting reads, cache nothing.
         this.#policy.release(reservation);

@@ -70,6 +70,8 @@ export class ChunkStore {
   readonly #madeDirs = new Set<string>();
   /** Open chunk files by name, least recently used first. */
   readonly #open = new Map<string, OpenChunk>();
+  /** Writes started, naming each one's `.part` file. */
+  #writes = 0;
   /** Closes of retired files still in progress. */
   readonly #closing = new Set<Promise<void>>();
 
@@ -94,16 +96,21 @@ export class ChunkStore {
    * costs a refetch, because boot drops table entries whose files are missing. (An fsync per
    * 8 MiB chunk cost ~25 ms on a cloud disk, and every read waiting for the chunk waited for it.)
    *
+   * Each write has a `.part` file of its own, so two writes of one chunk (a fetch whose bytes
+   * were found bad, and the fetch that replaces it) never mix their bytes.
+   *
    * @param name the chunk's content address
    * @param range the chunk's `[start, end)` in its object
    * @param data the chunk's bytes
-   * @returns bytes of the file written (header and data)
+   * @param abandoned asked before the rename: true drops the `.part` file instead
+   * @returns bytes of the file written (header and data); 0 when abandoned
    * @throws the `node:fs` error (e.g. `ENOSPC`); the `.part` file is removed
    */
   async write(
     name: string,
     range: { start: number; end: number },
     data: Uint8Array,
+    abandoned: () => boolean = () => false,
   ): Promise<number> {
     const path = this.pathOf(name);
     const dir = join(this.#dir, name.slice(0, 2), name.slice(2, 4));
@@ -112,7 +119,7 @@ export class ChunkStore {
       this.#madeDirs.add(dir);
     }
     const header = encodeChunkHeader(name, range, data, this.#blockSize);
-    const part = join(dir, name + PART_EXT);
+    const part = join(dir, `${name}.${++this.#writes}${PART_EXT}`);
     try {
       const fh = await open(part, "w");
       try {
@@ -120,6 +127,10 @@ export class ChunkStore {
         await writeAll(fh, data);
       } finally {
         await fh.close();
+      }
+      if (abandoned()) {
+        await rm(part, { force: true });
+        return 0;
       }
       await rename(part, path);
       this.#retire(name); // an open file of that name is the one the rename replaced

@@ -108,12 +108,16 @@ export function chunkIndexOf(bounds: readonly number[], pos: number): number {
 export interface FirstFetchLimits {
   /** The range is widened to at least this many bytes (within the chunk). @default 64 KiB */
   min: number;
-  /** A read wanting more than this from the chunk waits for the chunk instead. @default 1 MiB */
+  /** A read wanting more than this from the chunk waits for the chunk instead. @default 2 MiB */
   max: number;
 }
 
-/** The default first-fetch limits: widen to 64 KiB, none for reads over 1 MiB. */
-export const FIRST_FETCH_LIMITS: Readonly<FirstFetchLimits> = { min: 64 * 1024, max: 1024 * 1024 };
+/** The default first-fetch limits: widen to 64 KiB, none for reads over 2 MiB. */
+export const FIRST_FETCH_LIMITS: Readonly<FirstFetchLimits> = {
+  min: 64 * 1024,
+  // A read of the API's default max_bytes (1 MiB) wants a little more: the header after it.
+  max: 2 * 1024 * 1024,
+};
 
 /**
  * The range a cold read fetches first, to answer fast while its chunk hydrates in the background:

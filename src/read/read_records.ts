@@ -491,14 +491,16 @@ class RecordWalk {
     let { position: pos, offset: expected } = seeking
       ? await this.#seek(e, log)
       : { position: 0, offset: e.start };
-    // Remote: one cache read per window for everything that can fit, so a small cold read is
-    // answered from the cache's exact-range first fetch and a scan looks sequential to readahead.
+    // Remote: one cache read per window for everything that can fit and the header after it
+    // (which tells whether the next record fits), so a small cold read is answered from the
+    // cache's exact-range first fetch and a scan looks sequential to readahead.
+    const firstWindow = Math.min(PIECE_WINDOW, this.#req.maxBytes - this.#taken) +
+      this.#codec.headerSize;
     const window = new ReadWindow(
       log,
-      log.where === "local" ? LOCAL_WINDOW : Math.max(
-        REMOTE_WINDOW,
-        Math.min(PIECE_WINDOW, this.#req.maxBytes - this.#taken, log.size - pos),
-      ),
+      log.where === "local"
+        ? LOCAL_WINDOW
+        : Math.max(REMOTE_WINDOW, Math.min(firstWindow, log.size - pos)),
     );
     let from: number | undefined;
     const cuts: Cut[] = [];
@@ -520,7 +522,7 @@ class RecordWalk {
         cuts.push({ position: pos, offset: info.firstOffset });
         if (seeking) this.#found(info, prev);
         // One fetch for the headers and the bytes of the first window.
-        await window.ensure(pos, Math.min(PIECE_WINDOW, this.#req.maxBytes - this.#taken));
+        await window.ensure(pos, firstWindow);
       }
       this.#taken += info.size;
       this.#records++;
