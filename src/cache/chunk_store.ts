@@ -4,7 +4,8 @@
 // policy.ts).
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { readInto, writeAll } from "../../providers/bytes.ts";
+import { readInto } from "../../providers/bytes.ts";
+import { writeNewFile } from "../runtime/file_write.ts";
 import { xxh3_64 } from "../hash.ts";
 import {
   blocksCovering,
@@ -121,13 +122,7 @@ export class ChunkStore {
     const header = encodeChunkHeader(name, range, data, this.#blockSize);
     const part = join(dir, `${name}.${++this.#writes}${PART_EXT}`);
     try {
-      const fh = await open(part, "w");
-      try {
-        await writeAll(fh, header);
-        await writeAll(fh, data);
-      } finally {
-        await fh.close();
-      }
+      await writeNewFile(part, [header, data]);
       if (abandoned()) {
         await rm(part, { force: true });
         return 0;

@@ -311,6 +311,7 @@ async function runAgent(
       clock,
       logger,
       onFirstPass: () => {
+        collectBootGarbage(); // the first pass reads every record too
         markReady("journals replayed, first pass done");
         logger.info("first pass done");
       },
