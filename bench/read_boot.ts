@@ -161,8 +161,6 @@ function configText(tree: StateTree, store: BenchStore, port: number): string {
   ].join("\n");
 }
 
-const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
-
 async function vmRssKiB(pid: number): Promise<number> {
   const text = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(text)?.[1] ?? NaN);
@@ -213,33 +211,11 @@ async function bootOnce(tree: StateTree, store: BenchStore) {
       await new Promise((r) => setTimeout(r, 250));
       rss.push(await vmRssKiB(child.pid));
     }
-    // Settled: once the first pass is done (it reads every record too) and a second later.
-    const firstPassBy = performance.now() + 120_000;
-    for (;;) {
-      const status = await (await fetch(`http://127.0.0.1:${port}/v1/status`)).json() as {
-        first_pass?: { done?: boolean } | null;
-      };
-      if (status.first_pass?.done) break;
-      if (performance.now() > firstPassBy) throw new Error(`first pass not done: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-    const settled: number[] = [];
-    for (let i = 0; i < 12; i++) {
-      await new Promise((r) => setTimeout(r, 250));
-      settled.push(await vmRssKiB(child.pid));
-    }
     const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
       segments: { remote: number };
     }[];
     const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
-    return {
-      seconds,
-      readyRssBytes: median(rss) * 1024,
-      rssBytes: median(settled) * 1024,
-      remote,
-      warnings: log.trim(),
-    };
+    return { seconds, rssBytes: median(rss) * 1024, remote, warnings: log.trim() };
   } finally {
     try {
       child.kill("SIGTERM");
@@ -321,9 +297,8 @@ export async function runReadBootBench(): Promise<number> {
       `state written in ${((performance.now() - t0) / 1000).toFixed(1)} s: ` +
         `${(full.journalBytes / 2 ** 20).toFixed(1)} MiB of journals, ${full.markerFiles} markers`,
     );
-    type Boot = { seconds: number; rssBytes: number; readyRssBytes: number; remote: number };
-    const boots: Boot[] = [];
-    const emptyBoots: Boot[] = [];
+    const boots: { seconds: number; rssBytes: number; remote: number }[] = [];
+    const emptyBoots: { seconds: number; rssBytes: number }[] = [];
     for (let i = 0; i < BOOTS; i++) {
       await waitForQuiet(20_000);
       const b = await bootOnce(full, store);
@@ -337,9 +312,8 @@ export async function runReadBootBench(): Promise<number> {
       emptyBoots.push(e);
       progress(
         "read_boot",
-        `boot ${i + 1}: ${b.seconds.toFixed(2)} s, RSS ${mib(b.readyRssBytes)} MiB at ready, ` +
-          `${mib(b.rssBytes)} MiB settled (empty journals: ${e.seconds.toFixed(2)} s, ` +
-          `${mib(e.readyRssBytes)} / ${mib(e.rssBytes)} MiB)` +
+        `boot ${i + 1}: ${b.seconds.toFixed(2)} s, RSS ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB ` +
+          `(empty journals: ${e.seconds.toFixed(2)} s, ${(e.rssBytes / 2 ** 20).toFixed(1)} MiB)` +
           (b.warnings ? `; log: ${b.warnings.slice(0, 300)}` : ""),
       );
     }
@@ -349,8 +323,6 @@ export async function runReadBootBench(): Promise<number> {
     const rssFull = median(boots.map((b) => b.rssBytes));
     const rssEmpty = median(emptyBoots.map((b) => b.rssBytes));
     const perSegment = (rssFull - rssEmpty) / SEGMENTS;
-    const readyPerSegment = (median(boots.map((b) => b.readyRssBytes)) -
-      median(emptyBoots.map((b) => b.readyRssBytes))) / SEGMENTS;
     const layout = `${PARTITIONS} partitions × ${PER_PARTITION} segments (${SEGMENTS} remote ` +
       `segments: journal records copy_started, copy_finished, evicted per segment plus ` +
       `incarnation and floor per partition, ${(full.journalBytes / 2 ** 20).toFixed(1)} MiB of ` +
@@ -364,15 +336,12 @@ export async function runReadBootBench(): Promise<number> {
       },
       boots: boots.map((b) => ({
         seconds: round(b.seconds, 3),
-        rss_mib_at_ready: round(b.readyRssBytes / 2 ** 20, 1),
-        rss_mib_settled: round(b.rssBytes / 2 ** 20, 1),
+        rss_mib: round(b.rssBytes / 2 ** 20, 1),
       })),
       empty_journal_boots: emptyBoots.map((b) => ({
         seconds: round(b.seconds, 3),
-        rss_mib_at_ready: round(b.readyRssBytes / 2 ** 20, 1),
-        rss_mib_settled: round(b.rssBytes / 2 ** 20, 1),
+        rss_mib: round(b.rssBytes / 2 ** 20, 1),
       })),
-      rss_bytes_per_segment_at_ready: round(readyPerSegment, 0),
       in_process_replay: inProcess,
     };
     recordResult("boot_seconds_100k_segments", round(bootSeconds, 3), "≤ 3", {
@@ -389,16 +358,13 @@ export async function runReadBootBench(): Promise<number> {
       } s); in-process (Deno) TierWorker.open of all partitions ${inProcess.partition_agent_open_seconds} s, of which marker reads ${inProcess.parts_seconds.scan_markers} s`,
     });
     recordResult("rss_bytes_per_segment", round(perSegment, 0), "≤ 512", {
-      method: `VmRSS of \`tierd run\` booted on ${layout}, settled: once /v1/status says ` +
-        `the first pass is done (it walks every record too) and a second later, the median of ` +
-        `12 samples over 3 s; minus the same for the same ${PARTITIONS} partition directories ` +
-        `with empty journals and no markers, ÷ ${SEGMENTS}. Median over ${BOOTS} boots each. ` +
-        `The same taken over the 3 s right after /readyz, while boot's garbage and the first ` +
-        `pass's are still resident, is in the details (rss_bytes_per_segment_at_ready).`,
+      method: `VmRSS of the ready \`tierd run\` (median of 12 samples over 3 s after /readyz) ` +
+        `booted on ${layout}, minus the same for the same ${PARTITIONS} partition directories ` +
+        `with empty journals and no markers, ÷ ${SEGMENTS}. Median over ${BOOTS} boots each.`,
       ...common,
-      notes: `settled RSS ${mib(rssFull)} MiB with ${SEGMENTS} segments vs ${
-        mib(rssEmpty)
-      } MiB with none; right after /readyz ${round(readyPerSegment, 0)} B per segment`,
+      notes: `RSS ${(rssFull / 2 ** 20).toFixed(1)} MiB with ${SEGMENTS} segments vs ${
+        (rssEmpty / 2 ** 20).toFixed(1)
+      } MiB with none`,
     });
     return bootSeconds;
   } finally {

@@ -113,14 +113,17 @@ export function decodeEvent(body: Uint8Array): JournalEvent {
   const event: Record<string, unknown> = { type };
   for (const [name, kind] of fieldsOf(type)) {
     const raw = Object.hasOwn(source, name) ? source[name] : undefined;
+    if ((kind === "u64" || kind === "u64?") && typeof raw === "string" && DECIMAL.test(raw)) {
+      // The common case, parsed once (checkValue would parse it to check it, then again here).
+      const value = BigInt(raw);
+      if (value > U64_MAX) throw new EventDecodeError(`${type}.${name}: ${raw} is not a u64`);
+      event[name] = value;
+      continue;
+    }
     const problem = checkValue(kind, raw, "decode");
     if (problem !== undefined) throw new EventDecodeError(`${type}.${name}: ${problem}`);
     if (raw === undefined) continue;
-    event[name] = kind === "u64" || kind === "u64?"
-      ? BigInt(raw as string)
-      : kind === "hex128"
-      ? BigInt("0x" + (raw as string))
-      : raw;
+    event[name] = kind === "hex128" ? BigInt("0x" + (raw as string)) : raw;
   }
   // Every field of this type's schema row was checked above, so the object is that event.
   return event as unknown as JournalEvent;

@@ -113,9 +113,10 @@ export function encodeRecord(event: JournalEvent): Uint8Array {
 export function decodeRecords(bytes: Uint8Array): DecodedRecords {
   const events: JournalEvent[] = [];
   const positions: number[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 0;
   while (pos < bytes.length) {
-    const r = readRecord(bytes, pos);
+    const r = readRecord(bytes, view, pos);
     if (!r.ok) {
       const validAgainAt = nextValidRecord(bytes, pos + 1);
       const stop = { position: pos, reason: r.reason };
@@ -136,8 +137,7 @@ type ReadResult =
   /** `cut`: the record runs past the end of the bytes (what an interrupted append leaves). */
   | { ok: false; reason: string; cut: boolean };
 
-function readRecord(bytes: Uint8Array, pos: number): ReadResult {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+function readRecord(bytes: Uint8Array, view: DataView, pos: number): ReadResult {
   const remaining = bytes.length - pos;
   if (remaining < RECORD_HEADER_SIZE) {
     return {
@@ -176,10 +176,11 @@ function readRecord(bytes: Uint8Array, pos: number): ReadResult {
 
 /** The first position at or after `from` where a whole valid record starts, if any. */
 function nextValidRecord(bytes: Uint8Array, from: number): number | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let p = from; p + RECORD_HEADER_SIZE <= bytes.length; p++) {
     const length = bytes[p] | bytes[p + 1] << 8 | bytes[p + 2] << 16 | (bytes[p + 3] << 24 >>> 0);
     if (length > MAX_RECORD_BODY || p + RECORD_HEADER_SIZE + length > bytes.length) continue;
-    if (readRecord(bytes, p).ok) return p;
+    if (readRecord(bytes, view, p).ok) return p;
   }
   return undefined;
 }
