@@ -649,7 +649,8 @@ export class ChunkCache implements RangeReader {
    * concurrent misses never overshoot), then the bandwidth, one ranged GET (retried on transient
    * errors), `.part` + rename (no fsync: see chunk_store.ts), and the chunk joins its recency
    * list. The reads waiting for it are answered by `fetched` as soon as the bytes are in, not
-   * after the write; a read that comes meanwhile joins the flight and takes them from memory.
+   * after the write (but for a backfill's, see below); a read that comes meanwhile joins the
+   * flight and takes them from memory.
    * The fetch belongs to no reader: only `close()` cancels it.
    */
   async #runFlight(
@@ -686,7 +687,9 @@ export class ChunkCache implements RangeReader {
       await Promise.all(reserved.victims.map((v) => this.#unlinks.get(v.name)));
       const bytes = await this.#fetchChunk(chunk, signal);
       flight.fetched = true;
-      fetched(bytes);
+      // A backfill's reads wait for the write: the chunks it recycles are its own, and one not
+      // yet in the cache cannot be recycled, so its next read would take a working-set chunk.
+      if (flight.tier !== "cold") fetched(bytes);
       this.#reportFetch(kind, "ok", length, began);
       // The slot is held until the chunk is written, so reservations never outnumber the
       // slots: a budget of fetch_concurrency maximal chunks always has room for a read.
