@@ -37,26 +37,26 @@ export async function listSegments(
   // segments, and each stat is a round trip to the file system.
   for (let from = 0; from < starts.length; from += STAT_BATCH) {
     const batch = starts.slice(from, from + STAT_BATCH);
-    const stats = await Promise.all(batch.map((start) => {
-      const stem = segmentStem(start);
-      return Promise.all([
-        statOrUndefined(join(dir, `${stem}.log`)),
-        statOrUndefined(join(dir, `${stem}.index`)),
+    const stats = await Promise.all(batch.map(async (start) => {
+      const logPath = join(dir, `${segmentStem(start)}.log`);
+      const indexPath = join(dir, `${segmentStem(start)}.index`);
+      const [log, index] = await Promise.all([
+        statOrUndefined(logPath),
+        statOrUndefined(indexPath),
       ]);
+      return { start, logPath, indexPath, log, index };
     }));
-    for (const [j, [log, index]] of stats.entries()) {
+    for (const [j, { start, logPath, indexPath, log, index }] of stats.entries()) {
       if (!log) continue; // removed by the broker while we listed
-      const start = batch[j];
       const mtimeMs = Math.max(log.mtimeMs, index?.mtimeMs ?? 0);
-      const hasSuccessor = from + j < starts.length - 1;
       out.push({
         start,
-        logPath: join(dir, `${segmentStem(start)}.log`),
-        indexPath: join(dir, `${segmentStem(start)}.index`),
+        logPath,
+        indexPath,
         logSize: log.size,
         indexSize: index ? index.size : -1,
         mtimeMs,
-        sealed: hasSuccessor && options.now - mtimeMs >= options.quiescenceMs,
+        sealed: isSealed(from + j < starts.length - 1, mtimeMs, options),
       });
     }
   }
@@ -66,7 +66,20 @@ export async function listSegments(
 /** Segments whose files are stat-ed at once. */
 const STAT_BATCH = 32;
 
-async function statOrUndefined(path: string) {
+/**
+ * The seal rule: a segment is sealed when it has a successor and its files (latest `mtimeMs`)
+ * have been quiet for `quiescenceMs` at `now`.
+ */
+export function isSealed(
+  hasSuccessor: boolean,
+  mtimeMs: number,
+  options: { now: number; quiescenceMs: number },
+): boolean {
+  return hasSuccessor && options.now - mtimeMs >= options.quiescenceMs;
+}
+
+/** The file's stat, or undefined when it does not exist. */
+export async function statOrUndefined(path: string) {
   try {
     return await stat(path);
   } catch (err) {

@@ -4,9 +4,13 @@
 // directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
 // same) and younger than a second, and only the active segment — the one file the broker
 // writes to — is looked at again.
-import { stat } from "node:fs/promises";
 import type { Clock } from "../../providers/clock.ts";
-import { listSegments, type SegmentFiles } from "../partition/segments.ts";
+import {
+  isSealed,
+  listSegments,
+  type SegmentFiles,
+  statOrUndefined,
+} from "../partition/segments.ts";
 
 /** How long a listing is reused while its directory looks unchanged. */
 export const LISTING_REUSE_MS = 1000;
@@ -48,7 +52,7 @@ export class LocalListings {
     ) {
       return kept.segments.map((s, i) => ({
         ...s,
-        sealed: i < kept.segments.length - 1 && now - s.mtimeMs >= quiescenceMs,
+        sealed: isSealed(i < kept.segments.length - 1, s.mtimeMs, { now, quiescenceMs }),
       }));
     }
     const segments = await listSegments(dir, { now, quiescenceMs });
@@ -71,8 +75,8 @@ async function refreshActive(segments: SegmentFiles[]): Promise<boolean> {
   const active = segments.at(-1);
   if (!active) return true;
   const [log, index] = await Promise.all([
-    stat(active.logPath).catch(() => undefined),
-    stat(active.indexPath).catch(() => undefined),
+    statOrUndefined(active.logPath),
+    statOrUndefined(active.indexPath),
   ]);
   if (!log) return false;
   active.logSize = log.size;

@@ -113,10 +113,10 @@ export function decodeEvent(body: Uint8Array): JournalEvent {
   const event: Record<string, unknown> = { type };
   for (const [name, kind] of fieldsOf(type)) {
     const raw = Object.hasOwn(source, name) ? source[name] : undefined;
-    if ((kind === "u64" || kind === "u64?") && typeof raw === "string" && DECIMAL.test(raw)) {
-      // The common case, parsed once (checkValue would parse it to check it, then again here).
-      const value = BigInt(raw);
-      if (value > U64_MAX) throw new EventDecodeError(`${type}.${name}: ${raw} is not a u64`);
+    if (raw !== undefined && (kind === "u64" || kind === "u64?")) {
+      // Parsed once: checking it is parsing it.
+      const value = decodeU64(raw);
+      if (typeof value === "string") throw new EventDecodeError(`${type}.${name}: ${value}`);
       event[name] = value;
       continue;
     }
@@ -127,6 +127,13 @@ export function decodeEvent(body: Uint8Array): JournalEvent {
   }
   // Every field of this type's schema row was checked above, so the object is that event.
   return event as unknown as JournalEvent;
+}
+
+/** A u64 as the journal writes it (a decimal string): the value, or why it is not one. */
+function decodeU64(value: unknown): bigint | string {
+  if (typeof value !== "string" || !DECIMAL.test(value)) return "not a decimal string";
+  const parsed = BigInt(value);
+  return parsed > U64_MAX ? `${value} is not a u64` : parsed;
 }
 
 /** Returns why `value` is not valid for `kind`, or undefined. Bigints are strings when decoding. */
@@ -145,8 +152,8 @@ function checkValue(
         if (typeof value !== "bigint") return "not a bigint";
         return value < 0n || value > U64_MAX ? `${value} is not a u64` : undefined;
       }
-      if (typeof value !== "string" || !DECIMAL.test(value)) return "not a decimal string";
-      return BigInt(value) > U64_MAX ? `${value} is not a u64` : undefined;
+      const decoded = decodeU64(value);
+      return typeof decoded === "string" ? decoded : undefined;
     }
     case "int":
       return typeof value === "number" && Number.isSafeInteger(value) && value >= 0

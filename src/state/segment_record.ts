@@ -3,14 +3,18 @@
 import type { SegmentFacts } from "../layout/segment_facts.ts";
 import type { DeleteCause } from "./events.ts";
 
+/** Every remote lifecycle state, in a fixed order (the segment table stores the index). */
+export const SEGMENT_STATES = [
+  "COPY_SEGMENT_STARTED",
+  "COPY_SEGMENT_FINISHED",
+  "DANGLING",
+  "DELETE_SEGMENT_STARTED",
+  "DELETE_SEGMENT_FINISHED",
+  "LOST_BEFORE_UPLOAD",
+] as const;
+
 /** A segment's remote lifecycle state (KIP-405 plus DANGLING). A segment with no record is LOCAL. */
-export type SegmentState =
-  | "COPY_SEGMENT_STARTED"
-  | "COPY_SEGMENT_FINISHED"
-  | "DANGLING"
-  | "DELETE_SEGMENT_STARTED"
-  | "DELETE_SEGMENT_FINISHED"
-  | "LOST_BEFORE_UPLOAD";
+export type SegmentState = typeof SEGMENT_STATES[number];
 
 /** One segment of one generation, as the journal knows it. Records are never mutated. */
 export interface SegmentRecord {

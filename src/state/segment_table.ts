@@ -3,16 +3,8 @@
 // bytes a segment at rest, not a kilobyte. A record is built when it is asked for (records are
 // values: nothing holds on to one, and none is ever mutated), so the table reads as the
 // ReadonlyMap of records the rest of tierd expects. Only the folding in segment_state.ts writes.
-import type { SegmentRecord, SegmentState } from "./segment_record.ts";
+import { SEGMENT_STATES as STATES, type SegmentRecord } from "./segment_record.ts";
 
-const STATES: readonly SegmentState[] = [
-  "COPY_SEGMENT_STARTED",
-  "COPY_SEGMENT_FINISHED",
-  "DANGLING",
-  "DELETE_SEGMENT_STARTED",
-  "DELETE_SEGMENT_FINISHED",
-  "LOST_BEFORE_UPLOAD",
-];
 const STATE_CODE = new Map(STATES.map((s, i) => [s, i]));
 const STATE_MASK = 0b111;
 const EVICTED = 0b1000;

@@ -3,7 +3,7 @@
 // the order a Map would give, and a clone is independent of its original.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { SegmentRecord } from "../../src/state/segment_record.ts";
+import { SEGMENT_STATES, type SegmentRecord } from "../../src/state/segment_record.ts";
 import { SegmentTable } from "../../src/state/segment_table.ts";
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
@@ -13,14 +13,7 @@ const record = (generation: bigint) =>
   fc.record({
     start: fc.oneof(fc.bigInt({ min: 0n, max: 40n }), u64),
     generation: fc.constant(generation),
-    state: fc.constantFrom(
-      "COPY_SEGMENT_STARTED",
-      "COPY_SEGMENT_FINISHED",
-      "DANGLING",
-      "DELETE_SEGMENT_STARTED",
-      "DELETE_SEGMENT_FINISHED",
-      "LOST_BEFORE_UPLOAD",
-    ),
+    state: fc.constantFrom(...SEGMENT_STATES),
     since: fc.integer({ min: 0, max: 2 ** 45 }),
     evicted: fc.boolean(),
     meta: fc.record({
