@@ -267,7 +267,8 @@ function rawDocs(source: string): string {
     "a limit where one may be lifted.",
     "- **Paths** are relative to the config file's directory (`~/` is the home directory). tierd " +
     "never writes into `agent.data_dir`: `state_dir`, the cache and an `fs` store must lie " +
-    "outside it, also through symlinks.",
+    "outside it, and apart from each other where wiping one would wipe another (only the " +
+    "cache may lie inside `state_dir`), also through symlinks.",
     "- **Unknown keys are errors**, and every error names the key path and the value as written " +
     '(secrets as `"***"`); a bad config exits 2.',
     "- **Secrets** are never logged or shown. Each can come from its environment variable " +

@@ -1,11 +1,12 @@
 // Checks of a loaded config against this host's file system, made when the agent starts (`run`,
 // `run --once`) and reported by `config check`: the broker's data directory exists and holds
-// `streams/`, and no directory tierd writes resolves (through symlinks) into it. The file alone
-// cannot tell these; `rules.ts` already refused the same mistakes written as plain paths.
+// `streams/`, no directory tierd writes resolves (through symlinks) into it, and none of tierd's
+// own directories resolves to where wiping another would wipe it. The file alone cannot tell
+// these; `rules.ts` already refused the same mistakes written as plain paths.
 import { realpath, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ConfigError, type ConfigIssue } from "./error.ts";
-import { within } from "./rules.ts";
+import { OWN_DIR_NAMES, type OwnDir, ownDirClashes, ownDirs, within } from "./rules.ts";
 import type { Config } from "./schema.ts";
 
 /** The directory an Iggy data directory holds its streams in. */
@@ -46,6 +47,12 @@ export async function hostIssues(config: Config): Promise<ConfigIssue[]> {
   const dataDir = config.agent.data_dir;
   const at = (path: string, value: string, message: string) =>
     issues.push({ path, value: JSON.stringify(value), message });
+  const written = ownDirs(config);
+  const real: Partial<Record<OwnDir, string>> = {};
+  for (const [dir, path] of Object.entries(written) as [OwnDir, string][]) {
+    real[dir] = await resolved(path);
+  }
+
   const found = await kind(dataDir);
   if (found === "missing") {
     at(
@@ -53,45 +60,49 @@ export async function hostIssues(config: Config): Promise<ConfigIssue[]> {
       dataDir,
       "expected the broker's data directory (Iggy local_data); it does not exist",
     );
-    return issues;
-  }
-  if (found === "other") {
+  } else if (found === "other") {
     at("agent.data_dir", dataDir, "expected the broker's data directory; it is not a directory");
-    return issues;
-  }
-  if (await kind(join(dataDir, STREAMS)) !== "dir") {
-    at(
-      "agent.data_dir",
-      dataDir,
-      `expected the broker's data directory (Iggy local_data); it holds no ${STREAMS}/ ` +
-        "directory (not Iggy's data directory, or the broker has not started yet)",
-    );
-  }
-  const realData = await resolved(dataDir);
-  const mine: [string, string][] = [
-    ["agent.state_dir", config.agent.state_dir],
-    ["tiered_storage.cache.path", config.tiered_storage.cache.path],
-  ];
-  if (config.tiered_storage.backend === "fs" && config.tiered_storage.fs.path !== "") {
-    mine.push(["tiered_storage.fs.path", config.tiered_storage.fs.path]);
-  }
-  for (const [key, path] of mine) {
-    const real = await resolved(path);
-    if (within(real, realData)) {
+  } else {
+    if (await kind(join(dataDir, STREAMS)) !== "dir") {
       at(
-        key,
-        path,
-        `expected a directory outside agent.data_dir; through symlinks it is ${real}, inside ` +
-          `${realData}: tierd never writes into the broker's data`,
+        "agent.data_dir",
+        dataDir,
+        `expected the broker's data directory (Iggy local_data); it holds no ${STREAMS}/ ` +
+          "directory (not Iggy's data directory, or the broker has not started yet)",
       );
     }
+    const realData = await resolved(dataDir);
+    for (const [dir, path] of Object.entries(real) as [OwnDir, string][]) {
+      if (within(path, realData)) {
+        at(
+          OWN_DIR_NAMES[dir],
+          written[dir] ?? "",
+          `expected a directory outside agent.data_dir; through symlinks it is ${path}, ` +
+            `inside ${realData}: tierd never writes into the broker's data`,
+        );
+      }
+    }
+  }
+
+  // Independent of the data dir: checked even when it is missing.
+  for (const { inner, outer, outerPath, same, why } of ownDirClashes(real)) {
+    at(
+      OWN_DIR_NAMES[inner],
+      written[inner] ?? "",
+      same
+        ? `expected a directory of its own, not ${OWN_DIR_NAMES[outer]} itself; through symlinks ` +
+          `both are ${outerPath}: ${why}`
+        : `expected a directory outside ${OWN_DIR_NAMES[outer]}; through symlinks it is ` +
+          `${real[inner]}, inside ${outerPath}: ${why}`,
+    );
   }
   return issues;
 }
 
 /**
  * Refuses to go on when {@link hostIssues} finds anything (the agent would otherwise idle over
- * an empty or wrong directory, or write into the broker's).
+ * an empty or wrong directory, write into the broker's, or keep a directory where wiping another
+ * of its own would wipe it).
  *
  * @param config a loaded config
  * @param source the config file, named in the error

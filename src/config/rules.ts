@@ -1,7 +1,7 @@
 // Rules that relate several config keys (the RFC's validation list): backend
-// required fields, cache sizing, eviction route, duplicate topics, and tierd's directories kept
-// out of the broker's. Single-key checks are in the schema; these run on a config that already
-// parsed, with its paths absolute.
+// required fields, cache sizing, eviction route, duplicate topics, tierd's directories kept out of
+// the broker's, and kept apart from each other. Single-key checks are in the schema; these run on
+// a config that already parsed, with its paths absolute.
 import { isAbsolute, relative } from "node:path";
 import type { Config } from "./schema.ts";
 import { formatSize } from "./units.ts";
@@ -170,6 +170,15 @@ export function checkRules(config: Config): RuleViolation[] {
     );
   }
 
+  for (const clash of ownDirClashes(ownDirs(config))) {
+    need(
+      OWN_DIR_NAMES[clash.inner].split("."),
+      clash.same
+        ? `a directory of its own, not ${OWN_DIR_NAMES[clash.outer]} itself: ${clash.why}`
+        : `a directory outside ${OWN_DIR_NAMES[clash.outer]} (${clash.outerPath}): ${clash.why}`,
+    );
+  }
+
   const seen = new Map<string, number>();
   config.topic.forEach((t, i) => {
     const key = `${t.stream}/${t.topic}`;
@@ -183,5 +192,132 @@ export function checkRules(config: Config): RuleViolation[] {
     }
   });
 
+  return out;
+}
+
+// ---- tierd's own directories, kept apart -----------------------------------------------------
+
+/** One of tierd's own directories: the state dir, the chunk cache, an `fs` store. */
+export type OwnDir = "state" | "cache" | "fs";
+
+/** Each of tierd's directories' key path. */
+export const OWN_DIR_NAMES: Readonly<Record<OwnDir, string>> = {
+  state: "agent.state_dir",
+  cache: "tiered_storage.cache.path",
+  fs: "tiered_storage.fs.path",
+};
+
+/**
+ * The directories tierd itself uses: the state dir, the cache, and the `fs` store only with
+ * `backend = "fs"` (a leftover `fs.path` under another backend is no directory of tierd's).
+ *
+ * @param config a loaded config (paths absolute)
+ * @returns each directory in use, by role
+ */
+export function ownDirs(config: Config): Partial<Record<OwnDir, string>> {
+  const ts = config.tiered_storage;
+  return {
+    state: config.agent.state_dir,
+    cache: ts.cache.path,
+    ...(ts.backend === "fs" && ts.fs.path !== "" ? { fs: ts.fs.path } : {}),
+  };
+}
+
+/** Two of tierd's directories placed where wiping one, as the docs allow, would wipe the other. */
+export interface OwnDirClash {
+  /** The directory reported: the one inside (or, when `same`, the one that must move). */
+  inner: OwnDir;
+  /** The directory it lies in or is. */
+  outer: OwnDir;
+  /** `outer`'s path, as given. */
+  outerPath: string;
+  /** Both are the same directory (else `inner` lies inside `outer`). */
+  same: boolean;
+  /** What would be wiped with what, in plain words. */
+  why: string;
+}
+
+const CACHE_DELETED = "deleting the cache (allowed at any time while tierd is stopped)";
+const STATE_WIPED =
+  "wiping the state dir (as before a tierd restore, which rebuilds it from the bucket)";
+
+/**
+ * The pairs refused: `inner` inside `outer` when `inside`, the same directory when `same`. Each
+ * equal pair is refused by one row only, so it is reported once. The cache inside the state dir
+ * (the default, `{state_dir}/cache`) is fine: wiping the state also drops a cache, only a cache.
+ */
+const APART: readonly {
+  inner: OwnDir;
+  outer: OwnDir;
+  inside: boolean;
+  same: boolean;
+  why: string;
+}[] = [
+  {
+    inner: "fs",
+    outer: "state",
+    inside: true,
+    same: true,
+    why: `the fs store must not live where ${STATE_WIPED} would wipe the bucket`,
+  },
+  {
+    inner: "fs",
+    outer: "cache",
+    inside: true,
+    same: true,
+    why: `the fs store must not live where ${CACHE_DELETED} would delete the bucket`,
+  },
+  {
+    inner: "state",
+    outer: "fs",
+    inside: true,
+    same: false,
+    why: "the state dir must not live in the store's directory, where cleaning the bucket would " +
+      "wipe the journals and .remote markers",
+  },
+  {
+    inner: "cache",
+    outer: "fs",
+    inside: true,
+    same: false,
+    why: "the cache must not live in the store's directory, which is the bucket's alone: its " +
+      "files would lie among the bucket's objects, and cleaning the bucket would wipe it",
+  },
+  {
+    inner: "state",
+    outer: "cache",
+    inside: true,
+    same: false,
+    why: `the state dir must not live where ${CACHE_DELETED} would delete the journals and ` +
+      ".remote markers",
+  },
+  {
+    inner: "cache",
+    outer: "state",
+    inside: false,
+    same: true,
+    why: `${CACHE_DELETED} would delete the journals and .remote markers; leave cache.path ` +
+      "unset for {state_dir}/cache",
+  },
+];
+
+/**
+ * Which of tierd's directories lie where wiping one would wipe another. Pure: the paths are
+ * compared as given, so the caller decides whether they are as written or with symlinks resolved.
+ *
+ * @param dirs tierd's directories in use, absolute (see {@link ownDirs})
+ * @returns every clash, in a fixed order; empty when they are apart
+ */
+export function ownDirClashes(dirs: Partial<Record<OwnDir, string>>): OwnDirClash[] {
+  const out: OwnDirClash[] = [];
+  for (const rule of APART) {
+    const inner = dirs[rule.inner];
+    const outer = dirs[rule.outer];
+    if (inner === undefined || outer === undefined || !within(inner, outer)) continue;
+    const same = relative(outer, inner) === "";
+    if (same ? rule.same : rule.inside) {
+      out.push({ inner: rule.inner, outer: rule.outer, outerPath: outer, same, why: rule.why });
+    }
+  }
   return out;
 }

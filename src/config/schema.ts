@@ -70,7 +70,8 @@ export interface AgentConfig {
   data_dir: string;
   /**
    * tierd's own directory: journals, `.remote` markers, index copies and (by default) the cache.
-   * Never `data_dir` or inside it. Absolute after loading. @default "var/state"
+   * Never `data_dir` or inside it, nor the fs store or the cache or inside them. Absolute after
+   * loading. @default "var/state"
    */
   state_dir: string;
   /** Where the HTTP API, metrics and status page listen, `host:port`. @default "127.0.0.1:7070" */
@@ -220,8 +221,9 @@ export interface S3Config {
 /** `[tiered_storage.fs]`: a directory as the object store. */
 export interface FsConfig {
   /**
-   * The store's root directory (never inside `agent.data_dir`); required with `backend = "fs"`.
-   * Absolute after loading. @default ""
+   * The store's root directory (never inside `agent.data_dir`; never `state_dir` or the cache,
+   * nor inside or around them); required with `backend = "fs"`. Absolute after loading.
+   * @default ""
    */
   path: string;
   /** The first segment(s) of every object key. @default "iggy" */
@@ -293,7 +295,10 @@ export interface AzureConfig {
 
 /** `[tiered_storage.cache]`: the local chunk cache for remote reads. */
 export interface CacheConfig {
-  /** The cache directory; `""` = `{state_dir}/cache`. Absolute after loading. @default "" */
+  /**
+   * The cache directory; `""` = `{state_dir}/cache`. Never `state_dir` itself, nor the fs store or
+   * inside it. Absolute after loading. @default ""
+   */
   path: string;
   /**
    * The cache's size budget (the smaller of this and `size_percent`); at least

@@ -1,5 +1,6 @@
 // Configs that would break the sidecar contract are refused, each problem naming its key path
-// and value: tierd's directories inside the broker's, key prefixes and cluster ids that climb
+// and value: tierd's directories inside the broker's or where wiping one would wipe another (as
+// written and through symlinks), key prefixes and cluster ids that climb
 // out of their place, bucket/container/account names a provider refuses, an Azure key that is
 // not base64, an admin token no header can carry or the log cannot scrub, keys nothing reads yet,
 // and (at start) a data dir that is missing or holds no streams/.
@@ -90,6 +91,213 @@ Deno.test("tierd's directories may not be or lie in the broker's data dir", () =
     SOURCE,
     {},
   );
+});
+
+// ---- tierd's own directories kept apart ------------------------------------------------------
+
+type Dir = "state" | "cache" | "fs";
+const KEY: Record<Dir, string> = {
+  state: "agent.state_dir",
+  cache: "tiered_storage.cache.path",
+  fs: "tiered_storage.fs.path",
+};
+const LAYOUT: Record<Dir, string> = { state: "state", cache: "cache", fs: "store" };
+const DIRS: Dir[] = ["state", "cache", "fs"];
+
+/** The TOML for tierd's three directories (an fs backend unless told), beside the broker's. */
+function dirsToml(d: Record<Dir, string>, backend = "fs"): string {
+  return agent(`state_dir = "${d.state}"\n`) + `[tiered_storage]\nbackend = "${backend}"\n` +
+    `[tiered_storage.fs]\npath = "${d.fs}"\n[tiered_storage.cache]\npath = "${d.cache}"\n`;
+}
+
+/**
+ * Every way to place `moved` against `fixed` (inside, the same, a sibling sharing its name as a
+ * prefix), and what tierd must say: the key reported and the key named as the other directory,
+ * or nothing. The cache inside the state dir is the default layout and fine.
+ */
+function placements(root: string) {
+  const out: {
+    name: string;
+    moved: Dir;
+    fixed: Dir;
+    dirs: Record<Dir, string>;
+    refused?: { at: Dir; other: Dir; same: boolean };
+  }[] = [];
+  for (const moved of DIRS) {
+    for (const fixed of DIRS) {
+      if (moved === fixed) continue;
+      const base = (d: Dir) => `${root}/${LAYOUT[d]}`;
+      const at = (path: string) => {
+        const dirs = { state: base("state"), cache: base("cache"), fs: base("fs") };
+        dirs[moved] = path;
+        return dirs;
+      };
+      const inside = !(moved === "cache" && fixed === "state");
+      out.push({
+        name: `${moved} inside ${fixed}`,
+        moved,
+        fixed,
+        dirs: at(`${base(fixed)}/sub`),
+        refused: inside ? { at: moved, other: fixed, same: false } : undefined,
+      });
+      // An equal pair is reported once, at the directory that must move.
+      const equalAt: Dir = moved === "fs" || fixed === "fs" ? "fs" : "cache";
+      out.push({
+        name: `${moved} equal to ${fixed}`,
+        moved,
+        fixed,
+        dirs: at(base(fixed)),
+        refused: { at: equalAt, other: equalAt === moved ? fixed : moved, same: true },
+      });
+      out.push({
+        name: `${moved} a sibling of ${fixed} by name`,
+        moved,
+        fixed,
+        dirs: at(`${base(fixed)}2`),
+      });
+    }
+  }
+  return out;
+}
+
+Deno.test("tierd's directories as written: none where wiping one would wipe another", () => {
+  for (const { name, dirs, refused } of placements("/x")) {
+    const toml = dirsToml(dirs);
+    if (refused === undefined) {
+      parseConfig(toml, SOURCE, {});
+      continue;
+    }
+    const e = refuse(toml);
+    assert.deepEqual(e.issues.map((i) => i.path), [KEY[refused.at]], `${name}:\n${e.message}`);
+    assertRefused(
+      toml,
+      KEY[refused.at],
+      JSON.stringify(dirs[refused.at]),
+      refused.same
+        ? new RegExp(`a directory of its own, not ${KEY[refused.other]} itself: .*would`)
+        : new RegExp(
+          `a directory outside ${KEY[refused.other]} \\(${dirs[refused.other]}\\): .*would`,
+        ),
+    );
+  }
+});
+
+Deno.test("tierd's directories as written: each message says what would wipe what", () => {
+  const line = (d: Record<Dir, string>) => refuse(dirsToml(d)).message.split("\n")[1].trim();
+  const d = { state: "/x/state", cache: "/x/cache", fs: "/x/store" };
+  assert.equal(
+    line({ ...d, fs: "/x/state/bucket" }),
+    'tiered_storage.fs.path = "/x/state/bucket": expected a directory outside agent.state_dir ' +
+      "(/x/state): the fs store must not live where wiping the state dir (as before a tierd " +
+      "restore, which rebuilds it from the bucket) would wipe the bucket",
+  );
+  assert.match(
+    line({ ...d, fs: "/x/cache" }),
+    /not tiered_storage\.cache\.path itself: .*deleting the cache .* would delete the bucket$/,
+  );
+  assert.match(line({ ...d, state: "/x/store/s" }), /cleaning the bucket would wipe the journals/);
+  assert.match(line({ ...d, cache: "/x/store/c" }), /cleaning the bucket would wipe it$/);
+  assert.match(
+    line({ ...d, state: "/x/cache/s" }),
+    /outside tiered_storage\.cache\.path \(\/x\/cache\): .*would delete the journals/,
+  );
+  assert.match(
+    line({ ...d, cache: "/x/state" }),
+    /cache\.path = "\/x\/state": expected a directory of its own, not agent\.state_dir itself: .*unset/,
+  );
+  // Relative paths compare after resolving against the file's directory.
+  assertRefused(
+    agent('state_dir = "tierd"\n') +
+      '[tiered_storage]\nbackend = "fs"\n[tiered_storage.fs]\npath = "tierd/../tierd/store"\n',
+    "tiered_storage.fs.path",
+    '"tierd/../tierd/store"',
+    /outside agent\.state_dir \(\/srv\/tierd\/tierd\)/,
+  );
+});
+
+Deno.test("tierd's directories as written: the default layout, and fs.path unused by other backends", () => {
+  // The cache defaults to {state_dir}/cache; the fs store beside the state dir.
+  const config = parseConfig(
+    agent('state_dir = "/x/state"\n') +
+      '[tiered_storage]\nbackend = "fs"\n[tiered_storage.fs]\npath = "/x/store"\n',
+    SOURCE,
+    {},
+  );
+  assert.equal(config.tiered_storage.cache.path, "/x/state/cache");
+  // A leftover fs.path with another backend is no directory of tierd's.
+  for (const backend of ["s3", "sim"]) {
+    parseConfig(
+      dirsToml({ state: "/x/state", cache: "/x/state/c", fs: "/x/state" }, backend),
+      SOURCE,
+      {},
+    );
+  }
+  // Without the fs store, the state and cache pairs still hold.
+  assertRefused(
+    dirsToml({ state: "/x/cache/state", cache: "/x/cache", fs: "/x/store" }, "sim"),
+    "agent.state_dir",
+    '"/x/cache/state"',
+    /outside tiered_storage\.cache\.path/,
+  );
+});
+
+Deno.test("host: tierd's directories apart as written but not through symlinks", async () => {
+  const tmp = await tempDir("tierd-apart");
+  try {
+    const root = tmp.path;
+    await mkdir(join(root, "broker", "streams"), { recursive: true });
+    for (const d of DIRS) {
+      await mkdir(join(root, LAYOUT[d], "sub"), { recursive: true });
+      await mkdir(join(root, `${LAYOUT[d]}2`));
+    }
+    const real = await Deno.realPath(root);
+    let n = 0;
+    for (const { name, moved, fixed, dirs, refused } of placements(root)) {
+      // The moved directory is written as a link to where the table places it: apart by name.
+      const alias = join(root, `alias-${n++}`);
+      await symlink(dirs[moved], alias);
+      const text = testConfigText({ dir: root }).replace(
+        `"${root}/${LAYOUT[moved]}"`,
+        `"${alias}"`,
+      );
+      const issues = await hostIssues(parseConfig(text, join(root, "tierd.toml"), {}));
+      if (refused === undefined) {
+        assert.deepEqual(issues, [], name);
+        continue;
+      }
+      assert.deepEqual(issues.map((i) => i.path), [KEY[refused.at]], name);
+      const written = refused.at === moved ? alias : `${root}/${LAYOUT[refused.at]}`;
+      assert.equal(issues[0].value, JSON.stringify(written), name);
+      const target = `${real}/${LAYOUT[fixed]}`;
+      const message = issues[0].message;
+      const expected = refused.same
+        ? `expected a directory of its own, not ${KEY[refused.other]} itself; through ` +
+          `symlinks both are ${target}: `
+        : `expected a directory outside ${KEY[refused.other]}; through symlinks it is ` +
+          `${target}/sub, inside ${target}: `;
+      assert.ok(message.startsWith(expected), `${name}: ${message}`);
+      assert.match(message, /would (wipe|delete) /, name);
+    }
+
+    // The outer directory written as a link, the inner one by its real path.
+    await symlink(join(root, "state"), join(root, "state-link"));
+    const outerLinked = testConfigText({ dir: root })
+      .replace(`"${root}/state"`, `"${root}/state-link"`)
+      .replace(`"${root}/store"`, `"${root}/state/bucket"`);
+    const issues = await hostIssues(parseConfig(outerLinked, join(root, "tierd.toml"), {}));
+    assert.deepEqual(issues.map((i) => [i.path, i.value]), [
+      ["tiered_storage.fs.path", JSON.stringify(`${root}/state/bucket`)],
+    ]);
+    assert.match(issues[0].message, /inside .*\/state: .*would wipe the bucket$/);
+
+    // The default layout: the cache in {state_dir}/cache, the fs store beside the state dir.
+    const defaults = testConfigText({ dir: root }).replace(`path = "${root}/cache"`, "");
+    const config = parseConfig(defaults, join(root, "tierd.toml"), {});
+    assert.equal(config.tiered_storage.cache.path, `${root}/state/cache`);
+    assert.deepEqual(await hostIssues(config), []);
+  } finally {
+    await tmp.cleanup();
+  }
 });
 
 Deno.test("every provider's prefix: no .. or . segment, no leading or trailing /", () => {
@@ -283,6 +491,44 @@ Deno.test("CLI: config check exits 2 naming key and value; run refuses a missing
     for await (const e of Deno.readDir(tmp.path)) {
       assert.notEqual(e.name, "state", "nothing was written before the refusal");
     }
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
+Deno.test("CLI: config check refuses an fs store in the state dir; warns of one linked there", async () => {
+  const tmp = await tempDir("tierd-apart-cli");
+  try {
+    const root = tmp.path;
+    const path = join(root, "tierd.toml");
+    await writeFile(
+      path,
+      testConfigText({ dir: root }).replace(`"${root}/store"`, `"${root}/state/bucket"`),
+    );
+    const check = await cli(["config", "check", "--config", path]);
+    assert.equal(check.code, 2);
+    assert.ok(
+      check.stderr.includes(
+        `tiered_storage.fs.path = "${root}/state/bucket": expected a directory outside ` +
+          `agent.state_dir (${root}/state): the fs store must not live where wiping the state dir`,
+      ),
+      check.stderr,
+    );
+
+    // Apart as written, the same through a link: the file is fine, this host is not.
+    await mkdir(join(root, "broker", "streams"), { recursive: true });
+    await mkdir(join(root, "state"));
+    await symlink(join(root, "state"), join(root, "bucket"));
+    await writeFile(
+      path,
+      testConfigText({ dir: root }).replace(`"${root}/store"`, `"${root}/bucket"`),
+    );
+    const linked = await cli(["config", "check", "--config", path]);
+    assert.equal(linked.code, 0, linked.stderr);
+    assert.match(
+      linked.stderr,
+      /warning: tiered_storage\.fs\.path = ".*\/bucket": expected a directory of its own, not agent\.state_dir itself; through symlinks both are .*\/state: .*would wipe the bucket \(tierd run refuses to start\)/,
+    );
   } finally {
     await tmp.cleanup();
   }
