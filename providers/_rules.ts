@@ -3,7 +3,7 @@
 // multipart part numbers, completions and sizes, and ETags. Range rules: ./_ranges.ts.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { type CompletedPart, StoreError, type UserMetadata } from "./types.ts";
+import { type CompletedPart, type PutOptions, StoreError, type UserMetadata } from "./types.ts";
 
 /** S3's smallest part (all parts but the last). */
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -24,6 +24,38 @@ export function checkMetadata(metadata: UserMetadata | undefined, op: string, ke
       throw invalidArgument(`metadata ${name} is not a printable ASCII string`, op, key);
     }
   }
+}
+
+/**
+ * Refuses a put whose conditions contradict each other: `ifAbsent` (the key must not exist) with
+ * `ifMatch` (it must exist), or an empty `ifMatch`, which no version is (and which GCS would
+ * read as no condition at all). A programming error, so not a `StoreError`.
+ * @throws {RangeError} before any request is sent
+ */
+export function checkPutConditions(options: PutOptions, key: string): void {
+  if (options.ifMatch === undefined) return;
+  if (options.ifAbsent) {
+    throw new RangeError(`put ${key}: ifAbsent and ifMatch exclude each other`);
+  }
+  if (options.ifMatch === "") throw new RangeError(`put ${key}: ifMatch is an empty version`);
+}
+
+/**
+ * The `PreconditionFailed` error of a replacement (`ifMatch`) refused by a store that compares
+ * versions itself (fs, sim), or that knows without asking that no object has the version.
+ * @param refusal.why what the store found, e.g. "the key does not exist"
+ * @param refusal.code @default "VersionMismatch"
+ */
+export function versionMismatch(
+  key: string,
+  refusal: { ifMatch: string; why: string; status?: number; code?: string },
+): StoreError {
+  const { ifMatch, why, status, code = "VersionMismatch" } = refusal;
+  return new StoreError(
+    "PreconditionFailed",
+    `put ${key}: not replaced: ${why} (ifMatch ${JSON.stringify(ifMatch)})`,
+    status === undefined ? { op: "put", key, code } : { op: "put", key, status, code },
+  );
 }
 
 /**

@@ -88,8 +88,17 @@ export interface StoredChecksum extends Checksum {
   type: "full" | "composite";
 }
 
+/** What `head` tells about an object. */
 export interface ObjectHead extends ObjectInfo {
   metadata: UserMetadata;
+  /**
+   * An opaque token naming this state of the object, for {@link PutOptions.ifMatch}. It changes
+   * on every successful put of the key, except on S3, where it is the ETag (the MD5 of the
+   * bytes) and so repeats when the same bytes are put again. Per store: S3 the ETag, bare; GCS
+   * the object's generation; Azure the ETag as Azure sent it, quotes included; fs a random token
+   * kept in the object's metadata file; sim a counter. Compare versions of one store only.
+   */
+  version?: string;
   /** The checksums the store keeps, when the HEAD asked for them (`checksums: true`). */
   checksums?: StoredChecksum[];
 }
@@ -105,15 +114,38 @@ export interface HeadOptions {
   checksums?: boolean;
 }
 
+/**
+ * Options of {@link ObjectStore.put}. `ifAbsent` and `ifMatch` exclude each other: giving both is
+ * a `RangeError`, thrown before any request.
+ */
 export interface PutOptions {
   /** Create only: if the key exists, answer `AlreadyExists` and leave the object alone. */
   ifAbsent?: boolean;
+  /**
+   * Replace only: write only if the key exists and its current version is this one (a `version`
+   * from `head`, `get` or `put`); otherwise throw `StoreError` of kind `PreconditionFailed`
+   * (also when the key does not exist). A compare-and-swap: of two replacements with the same
+   * version, at most one succeeds.
+   *
+   * Make each replacement's bytes unique (a timestamp and a random nonce): S3's version is the
+   * ETag, the MD5 of the bytes, so a replacement with the same bytes keeps the version, and a
+   * writer holding the old version would still match. A retried replacement whose first attempt
+   * went through (a reset connection) is refused with `PreconditionFailed`: read the object back
+   * to tell your own write from another writer's.
+   */
+  ifMatch?: string;
   metadata?: UserMetadata;
   contentType?: string;
   signal?: AbortSignal;
 }
 
-export type PutResult = { status: "Created"; etag?: string } | { status: "AlreadyExists" };
+/**
+ * What a put or a multipart completion did. `Created` carries the new object's `version` (see
+ * {@link ObjectHead.version}) where the store answers one.
+ */
+export type PutResult =
+  | { status: "Created"; etag?: string; version?: string }
+  | { status: "AlreadyExists" };
 
 export interface GetOptions {
   /** Byte range [start, start + length). Without it the whole object. */
@@ -121,11 +153,14 @@ export interface GetOptions {
   signal?: AbortSignal;
 }
 
+/** What `get` read: the bytes (of the range asked for) and the object they belong to. */
 export interface GetResult {
   bytes: Uint8Array;
   /** Total size of the object (not of the range). */
   size: number;
   etag?: string;
+  /** The version of the object the bytes were read from (see {@link ObjectHead.version}). */
+  version?: string;
 }
 
 export interface ListOptions {
@@ -182,6 +217,11 @@ export interface ObjectStore {
    * derives the object's checksum from its parts itself (S3, GCS) or keeps none.
    */
   readonly completionChecksum?: ChecksumAlgorithm;
+  /**
+   * Writes the object. With `ifAbsent` an existing key answers `AlreadyExists`; with `ifMatch` a
+   * key that is absent or at another version throws `PreconditionFailed`.
+   * @throws {RangeError} for `ifAbsent` and `ifMatch` together, before any request
+   */
   put(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult>;
   /** Throws `NotFound` for a missing key and `InvalidRange` for a range starting past the end. */
   get(key: string, options?: GetOptions): Promise<GetResult>;
@@ -218,22 +258,19 @@ export interface ObjectStore {
   close?(): Promise<void>;
 }
 
-/** Every key under `prefix`, following continuation tokens. */
+/**
+ * Every key under `prefix`, following continuation tokens within the default bounds of a
+ * listing (providers/listing.ts): a store that loops, does not advance or pages without end
+ * fails with a `StoreError` instead of growing the list forever.
+ * @deprecated use `listBounded` from providers/listing.ts, which also names the store in its
+ *   errors; this stays until the callers have moved.
+ */
 export async function listAll(
   store: ObjectStore,
   prefix: string,
   options: { signal?: AbortSignal; pageSize?: number } = {},
 ): Promise<ObjectInfo[]> {
-  const out: ObjectInfo[] = [];
-  let token: string | undefined;
-  do {
-    const page = await store.list(prefix, {
-      continuationToken: token,
-      maxKeys: options.pageSize,
-      signal: options.signal,
-    });
-    out.push(...page.objects);
-    token = page.continuationToken;
-  } while (token);
-  return out;
+  // listing.ts builds on this module: a static import would close an import cycle.
+  const { listBounded } = await import("./listing.ts");
+  return await listBounded(store, prefix, options);
 }

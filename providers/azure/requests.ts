@@ -122,8 +122,10 @@ function contentMd5(headers: Record<string, string>, md5: Checksum | undefined, 
 
 /**
  * Put Blob (a block blob in one request). `ifAbsent` sends `If-None-Match: *`: an existing blob
- * answers 409 BlobAlreadyExists (or 412 ConditionNotMet). `md5` goes as `Content-MD5`: Azure
- * refuses a body that does not match it and keeps it as the blob's Content-MD5.
+ * answers 409 BlobAlreadyExists (or 412 ConditionNotMet). `ifMatch`, an ETag as Azure sent it
+ * (quotes included), goes as `If-Match`: a blob with another ETag answers 412 ConditionNotMet, a
+ * missing one 404 BlobNotFound. `md5` goes as `Content-MD5`: Azure refuses a body that does not
+ * match it and keeps it as the blob's Content-MD5.
  */
 export function putBlob(
   loc: AzureLocation,
@@ -131,6 +133,7 @@ export function putBlob(
   body: Uint8Array,
   options: {
     ifAbsent?: boolean;
+    ifMatch?: string;
     metadata?: UserMetadata;
     contentType?: string;
     md5?: Checksum;
@@ -148,6 +151,7 @@ export function putBlob(
   );
   contentMd5(headers, options.md5, "content-md5");
   if (options.ifAbsent) headers["if-none-match"] = "*";
+  if (options.ifMatch !== undefined) headers["if-match"] = options.ifMatch;
   return { method: "PUT", path: blobPath(loc, key), query: [], headers, body };
 }
 

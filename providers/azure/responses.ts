@@ -143,6 +143,32 @@ export function azureError(
   });
 }
 
+/**
+ * The typed error for a Put Blob with `If-Match` that Azure refused for its condition: a 412
+ * ConditionNotMet (the blob has another ETag) and a 404 BlobNotFound (there is no blob to
+ * replace) are both `PreconditionFailed`. Undefined for any other answer (ContainerNotFound
+ * included), which means what it means elsewhere.
+ * @param options.redact scrubs secrets out of the message
+ * @returns the error to throw, or undefined for an answer the condition did not decide
+ */
+export function replaceRefusal(
+  info: AzureErrorInfo,
+  key: string,
+  options: { redact?: (text: string) => string } = {},
+): StoreError | undefined {
+  const { redact = (t: string) => t } = options;
+  const absent = info.status === 404 && info.code === "BlobNotFound";
+  if (info.status !== 412 && !absent) return undefined;
+  const err = azureError(info, "put", key, redact);
+  if (err.kind === "PreconditionFailed") return err;
+  return new StoreError(
+    "PreconditionFailed",
+    `${err.message} (If-Match: no blob to replace)`,
+    err.detail,
+    { cause: err.cause },
+  );
+}
+
 function parseDate(text: string | null | undefined): Date | undefined {
   if (!text) return undefined;
   const ms = Date.parse(text.trim());
@@ -237,7 +263,11 @@ export function parseProperties(key: string, headers: Headers, op = "head"): Obj
     metadata: metadataFromHeaders(headers),
   };
   const etag = headers.get("etag");
-  if (etag) head.etag = bareEtag(etag);
+  if (etag) {
+    head.etag = bareEtag(etag);
+    // The version is the ETag exactly as Azure sent it: what If-Match gives back.
+    head.version = etag;
+  }
   const modified = parseDate(headers.get("last-modified"));
   if (modified) head.lastModified = modified;
   const md5 = headers.get("content-md5")?.trim();

@@ -2,9 +2,10 @@
 // (sharedkey.ts), appends a SAS token or sends an Entra ID bearer token (credentials/), sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
 import { type Clock, systemClock } from "../clock.ts";
-import { checkMetadata } from "../_rules.ts";
+import { checkMetadata, checkPutConditions } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
+import { PageGuard } from "../listing.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
@@ -43,6 +44,7 @@ import {
   parseErrorInfo,
   parseListBlobs,
   parseProperties,
+  replaceRefusal,
 } from "./responses.ts";
 import { authorization, importAccountKey } from "./sharedkey.ts";
 
@@ -175,8 +177,13 @@ export class AzureStore implements ObjectStore {
     return { kind: this.kind, endpoint: this.endpoint, container: this.container, auth: this.auth };
   }
 
+  /**
+   * Put Blob. `ifAbsent` sends `If-None-Match: *`; `ifMatch`, the ETag as Azure sent it, goes as
+   * `If-Match`, and a 412 ConditionNotMet or 404 BlobNotFound is `PreconditionFailed`.
+   */
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     checkPathKey(key, "put");
+    checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     const ifAbsent = options.ifAbsent === true;
     const md5 = await checksumOf("md5", body);
@@ -187,6 +194,9 @@ export class AzureStore implements ObjectStore {
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
+        refusal: options.ifMatch === undefined
+          ? undefined
+          : (info) => replaceRefusal(info, key, { redact: this.#redact }),
       },
     );
     if (response.status === 409 || response.status === 412) {
@@ -209,7 +219,7 @@ export class AzureStore implements ObjectStore {
       noun: "blob",
     });
     const etag = response.headers.get("etag");
-    return etag ? { bytes, size, etag: quotesOff(etag) } : { bytes, size };
+    return etag ? { bytes, size, etag: quotesOff(etag), version: etag } : { bytes, size };
   }
 
   /** Get Blob Properties; with `checksums`, its Content-MD5 (a block list has one if given). */
@@ -392,11 +402,19 @@ export class AzureStore implements ObjectStore {
       removeStaged: (marker, op, signal) => this.#delete(marker, op, signal),
       listStaged: async (prefix, op, signal) => {
         const out: StagedObject[] = [];
+        const guard = new PageGuard(op, prefix, {
+          describe: `azure ${this.endpoint} container '${this.container}'`,
+          clock: this.#clock,
+        });
         let marker: string | undefined;
         do {
           const request = req.listBlobs(this.#location, prefix, { marker });
-          const response = await this.#exchange(op, undefined, request, { signal });
+          const response = await guard.request(
+            (signal) => this.#exchange(op, undefined, request, { signal }),
+            signal,
+          );
           const page = parseListBlobs(response.body, op);
+          guard.check(page.blobs.map((blob) => blob.key), page.nextMarker);
           for (const blob of page.blobs) out.push({ name: blob.key, initiated: blob.lastModified });
           marker = page.nextMarker;
         } while (marker);
@@ -438,13 +456,18 @@ export class AzureStore implements ObjectStore {
 
   /**
    * Authorizes (SharedKey or SAS) and sends one request; answers `accept` rejects become typed
-   * errors. A 403 from a server whose clock is far from ours is re-signed once on its clock.
+   * errors: `refusal`'s when it has one for the answer, else {@link azureError}'s. A 403 from a
+   * server whose clock is far from ours is re-signed once on its clock.
    */
   async #exchange(
     op: string,
     key: string | undefined,
     request: req.AzureRequest,
-    options: { signal?: AbortSignal; accept?: (status: number) => boolean },
+    options: {
+      signal?: AbortSignal;
+      accept?: (status: number) => boolean;
+      refusal?: (info: AzureErrorInfo) => StoreError | undefined;
+    },
   ): Promise<HttpResponse> {
     const accept = options.accept ?? isOk;
     let resigned = false;
@@ -498,7 +521,8 @@ export class AzureStore implements ObjectStore {
         refreshed = true;
         if (await this.#tokens!.refused(token, { signal: options.signal })) continue;
       }
-      throw azureError(info, op, key, this.#redact, this.#hint(info, op));
+      throw options.refusal?.(info) ??
+        azureError(info, op, key, this.#redact, this.#hint(info, op));
     }
   }
 
@@ -546,9 +570,10 @@ function quotesOff(etag: string): string {
   return etag.replace(/^"(.*)"$/, "$1");
 }
 
+/** A Put Blob's or Put Block List's answer: the new blob's ETag, as sent its version. */
 function created(response: HttpResponse): PutResult {
   const etag = response.headers.get("etag");
-  return etag ? { status: "Created", etag: quotesOff(etag) } : { status: "Created" };
+  return etag ? { status: "Created", etag: quotesOff(etag), version: etag } : { status: "Created" };
 }
 
 /** Refuses a completion's part whose block id is not the one this upload staged for it. */

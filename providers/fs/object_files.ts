@@ -5,7 +5,7 @@
 // never pairs bytes with the wrong metadata, and a crash between the two writes leaves nothing
 // visible. This module holds the protocol: how the pair is published and removed (writers of a
 // key take turns, ./key_lock.ts) and how a reader resolves it (without a lock).
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   type FileHandle,
   link,
@@ -19,7 +19,7 @@ import {
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Clock } from "../clock.ts";
-import { multipartEtag } from "../_rules.ts";
+import { multipartEtag, versionMismatch } from "../_rules.ts";
 import type { PutResult, UserMetadata } from "../types.ts";
 import {
   errno,
@@ -71,6 +71,11 @@ export interface ObjectMeta {
   parts?: number[];
   /** MD5 (hex) of the bytes, where the ETag is not their MD5 and the parts are unknown. */
   md5?: string;
+  /**
+   * A random token drawn by the publish that wrote this file: the object's version (see
+   * {@link versionOf}). Metadata written before versions existed has none.
+   */
+  version?: string;
 }
 
 /** What a write publishes besides the bytes. */
@@ -81,6 +86,18 @@ export interface OpenObject {
   meta: ObjectMeta;
   fh: FileHandle;
   mtime: Date;
+}
+
+/**
+ * The object's version, for `PutOptions.ifMatch`: the random token its publish drew. Not the
+ * ETag (the same bytes put again keep it) and not the data file's inode and mtime (a freed inode
+ * is soon reused, and mtimes are as coarse as the kernel's clock tick), so it changes on every
+ * put. Metadata written before versions existed gets one derived from its ETag and data file,
+ * which holds until the next put (or until a copied directory is adopted: then a replacement
+ * with the old version is refused once, the safe side).
+ */
+export function versionOf(meta: ObjectMeta): string {
+  return meta.version ?? `${meta.etag}.${meta.ino}.${meta.mtimeNs}`;
 }
 
 /** The two paths of an object. */
@@ -168,30 +185,36 @@ export class ObjectFiles {
   }
 
   /**
-   * Makes the fsynced temp file `temp` the object `key` at `paths` with `fields`, holding the
-   * key's lock. The metadata file is the commit point: with `ifAbsent` it is `link()`ed (one
-   * winner, even against a writer that took no lock), else `rename()`d over the old one; the
-   * bytes are renamed into place after it. Metadata that describes no visible object is a crash
-   * leftover (no writer is midway while we hold the lock) and is removed first.
-   * @throws {StoreError} `Unsupported` (KeyConflict) when a folder is where the object would be
+   * Makes the fsynced temp file `temp` the object `key` at `paths` with `fields` and a fresh
+   * version, holding the key's lock. The metadata file is the commit point: with `ifAbsent` it
+   * is `link()`ed (one winner, even against a writer that took no lock), else `rename()`d over
+   * the old one; the bytes are renamed into place after it. With `ifMatch` the object's version
+   * is compared under the lock first: no other writer can publish in between, and a crash after
+   * the comparison leaves what an unconditional overwrite's crash leaves. Metadata that
+   * describes no visible object is a crash leftover (no writer is midway while we hold the
+   * lock) and is removed first.
+   * @throws {StoreError} `PreconditionFailed` (VersionMismatch) when `ifMatch` does not hold;
+   *   `Unsupported` (KeyConflict) when a folder is where the object would be
    */
   async publish(
     key: string,
     paths: ObjectPaths,
     temp: string,
     fields: ObjectFields,
-    options: { ifAbsent?: boolean; op: string; signal?: AbortSignal },
+    options: { ifAbsent?: boolean; ifMatch?: string; op: string; signal?: AbortSignal },
   ): Promise<PutResult> {
-    const { op } = options;
+    const { op, ifMatch } = options;
     let metaTemp: string | undefined;
     try {
       const st = await lstat(temp, { bigint: true });
+      const version = randomBytes(16).toString("hex");
       const meta: ObjectMeta = {
         kind: "tierd-fs-object",
         size: Number(st.size),
         ino: String(st.ino),
         mtimeNs: String(st.mtimeNs),
         ...fields,
+        version,
       };
       await this.hooks.step?.("data-written", key);
       metaTemp = await writeTemp(this.tmp, [utf8(JSON.stringify(meta))], op, key);
@@ -203,8 +226,16 @@ export class ObjectFiles {
         for (let attempt = 1;; attempt++) {
           const created = await mkdirs(dir, key, op);
           if (await isDirectory(paths.data)) throw keyConflict(key, op);
-          const existing = await this.exists(key, paths, { locked: true });
+          const current = await this.open(key, paths, { locked: true });
+          await current?.fh.close();
+          const existing = current !== undefined;
           if (existing && options.ifAbsent) return { status: "AlreadyExists" };
+          if (ifMatch !== undefined && (!current || versionOf(current.meta) !== ifMatch)) {
+            throw versionMismatch(key, {
+              ifMatch,
+              why: current ? "the object has another version" : "the key does not exist",
+            });
+          }
           if (!existing) await unlinkIfThere(paths.meta);
           try {
             if (options.ifAbsent) await link(committed, paths.meta);
@@ -227,7 +258,7 @@ export class ObjectFiles {
           await this.hooks.step?.("data-placed", key);
           for (const folder of created) await fsyncDir(folder);
           await fsyncDir(dir);
-          return { status: "Created", etag: fields.etag };
+          return { status: "Created", etag: fields.etag, version };
         }
       });
     } catch (err) {

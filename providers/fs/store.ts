@@ -26,6 +26,7 @@ import {
 import {
   checkMetadata,
   checkPartNumber,
+  checkPutConditions,
   md5Hex,
   MIN_PART_SIZE,
   multipartEtag,
@@ -76,6 +77,7 @@ import {
   type OpenObject,
   readMeta,
   STALE_MS,
+  versionOf,
 } from "./object_files.ts";
 
 export { META_SUFFIX } from "./object_files.ts";
@@ -148,8 +150,13 @@ export class FsStore implements ObjectStore {
     this.#files = new ObjectFiles(this.#tmp, this.#clock, options.hooks);
   }
 
+  /**
+   * Writes the object (see ObjectFiles.publish). `ifMatch` is compared with the object's version
+   * under the key's lock, so it holds across processes sharing the root.
+   */
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     const segments = this.#segments(key, "put");
+    checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     await this.#open(options.signal);
     const temp = await writeTemp(this.#tmp, [body], "put", key);
@@ -157,7 +164,12 @@ export class FsStore implements ObjectStore {
       etag: md5Hex(body),
       contentType: options.contentType,
       metadata: { ...options.metadata },
-    }, { ifAbsent: options.ifAbsent, op: "put", signal: options.signal });
+    }, {
+      ifAbsent: options.ifAbsent,
+      ifMatch: options.ifMatch,
+      op: "put",
+      signal: options.signal,
+    });
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult> {
@@ -166,7 +178,7 @@ export class FsStore implements ObjectStore {
       const size = object.meta.size;
       const [start, end] = resolveRange(options.range, size, key);
       const bytes = await readFully(object.fh, end - start, start, key, "get");
-      return { bytes, size, etag: object.meta.etag };
+      return { bytes, size, etag: object.meta.etag, version: versionOf(object.meta) };
     } finally {
       await object.fh.close();
     }
@@ -184,6 +196,7 @@ export class FsStore implements ObjectStore {
         key,
         size: meta.size,
         etag: meta.etag,
+        version: versionOf(meta),
         lastModified: mtime,
         metadata: { ...meta.metadata },
       };

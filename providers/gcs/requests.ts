@@ -1,6 +1,7 @@
 // Pure builders for the GCS JSON API requests tierd sends: media and multipart (related)
-// uploads with `ifGenerationMatch=0`, media downloads with `Range`, object metadata, deletes,
-// listings, and compose. Authorization and sending happen in the store.
+// uploads with `ifGenerationMatch` (0 to create, a generation to replace), media downloads with
+// `Range`, object metadata, deletes, listings, and compose. Authorization and sending happen in
+// the store.
 // https://cloud.google.com/storage/docs/json_api/v1/objects
 import { parseEndpoint, type QueryParam, queryString } from "../_url.ts";
 import { type ByteRange, rangeHeader } from "../_ranges.ts";
@@ -70,7 +71,9 @@ const OCTET_STREAM = "application/octet-stream";
  * the body as is); with either a multipart/related upload (`uploadType=multipart`: a JSON part
  * with the name, metadata and `crc32c`/`md5Hash`, then the bytes), the only one-request upload
  * that carries them. GCS checks the bytes against the hash given and refuses them (400) if they
- * differ. `ifAbsent` adds `ifGenerationMatch=0`: 412 when the object exists.
+ * differ. `ifAbsent` adds `ifGenerationMatch=0`: 412 when the object exists; `ifMatch`, a
+ * generation, adds `ifGenerationMatch={generation}`: 412 when the live object has another one or
+ * there is none.
  */
 export function insertObject(
   loc: GcsLocation,
@@ -78,6 +81,8 @@ export function insertObject(
   body: Uint8Array,
   options: {
     ifAbsent?: boolean;
+    /** The generation the live object must have (a positive decimal; see {@link isGeneration}). */
+    ifMatch?: string;
     metadata?: UserMetadata;
     contentType?: string;
     /** A CRC-32C or MD5 of the body, for GCS to verify and keep. */
@@ -92,6 +97,13 @@ export function insertObject(
   const query: QueryParam[] = [["uploadType", related ? "multipart" : "media"]];
   if (!related) query.push(["name", name]);
   if (options.ifAbsent) query.push(["ifGenerationMatch", "0"]);
+  if (options.ifMatch !== undefined) {
+    // `0` means "no live object" to GCS: a replacement must never turn into a create.
+    if (!isGeneration(options.ifMatch)) {
+      throw new RangeError(`ifMatch ${JSON.stringify(options.ifMatch)} is not a generation`);
+    }
+    query.push(["ifGenerationMatch", options.ifMatch]);
+  }
   if (!related) {
     return {
       method: "POST",
@@ -162,6 +174,11 @@ export function multipartRelated(
   body.set(media, head.length);
   body.set(tail, head.length + media.length);
   return { boundary: chosen, body };
+}
+
+/** True for what GCS could hand out as a generation: a positive decimal. */
+export function isGeneration(value: string): boolean {
+  return /^[1-9][0-9]*$/.test(value);
 }
 
 /** The object's bytes (`alt=media`), optionally ranged. */

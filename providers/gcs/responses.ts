@@ -125,6 +125,41 @@ export function gcsError(
   });
 }
 
+/**
+ * The typed error for an upload with `ifGenerationMatch={generation}` that GCS refused for its
+ * condition: a 412 conditionNotMet (another generation, or no live object) and a 404 (no object
+ * to replace) are both `PreconditionFailed`. Undefined for any other answer (a 404 for a missing
+ * bucket included), which means what it means elsewhere.
+ * @param options.redact scrubs secrets out of the message
+ * @returns the error to throw, or undefined for an answer the condition did not decide
+ */
+export function replaceRefusal(
+  info: GcsErrorInfo,
+  key: string,
+  options: { redact?: (text: string) => string } = {},
+): StoreError | undefined {
+  const { redact = (t: string) => t } = options;
+  const absent = info.status === 404 && !/bucket does not exist/i.test(info.message);
+  if (info.status !== 412 && !absent) return undefined;
+  const err = gcsError(info, "put", key, redact);
+  if (err.kind === "PreconditionFailed") return err;
+  return new StoreError(
+    "PreconditionFailed",
+    `${err.message} (ifGenerationMatch: no object to replace)`,
+    err.detail,
+    { cause: err.cause },
+  );
+}
+
+/**
+ * The generation of the object a media download read, from `x-goog-generation` (the JSON API
+ * and the XML API both send it).
+ */
+export function generationOf(headers: Headers): string | undefined {
+  const generation = headers.get("x-goog-generation")?.trim();
+  return generation ? generation : undefined;
+}
+
 /** Parses a JSON body. @throws {StoreError} `Malformed` */
 export function parseJson(body: Uint8Array, op: string, key?: string): Record<string, unknown> {
   const text = decodeText(body);

@@ -3,9 +3,10 @@
 // transport (../http.ts) and reads the answer (responses.ts). Multipart uploads are parallel
 // part objects joined by compose; see createMultipart.
 import { checkKey, invalidKey } from "../key_rules.ts";
-import { bareEtag, checkMetadata } from "../_rules.ts";
+import { bareEtag, checkMetadata, checkPutConditions, versionMismatch } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";
+import { PageGuard } from "../listing.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { forEachBounded } from "../concurrency.ts";
@@ -40,11 +41,13 @@ import {
   gcsError,
   type GcsErrorInfo,
   type GcsObject,
+  generationOf,
   listPage,
   parseErrorInfo,
   parseJson,
   parseList,
   parseObject,
+  replaceRefusal,
 } from "./responses.ts";
 
 /** Configuration of a {@link GcsStore}. */
@@ -152,9 +155,23 @@ export class GcsStore implements ObjectStore {
     };
   }
 
+  /**
+   * One upload. `ifAbsent` sends `ifGenerationMatch=0`; `ifMatch`, a generation, sends
+   * `ifGenerationMatch={generation}`, and a 412 or 404 is `PreconditionFailed` (so is a version
+   * that is no generation at all, without a request: no object has it).
+   */
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     checkName(key, "put");
+    checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
+    const { ifMatch } = options;
+    if (ifMatch !== undefined && !req.isGeneration(ifMatch)) {
+      throw versionMismatch(key, {
+        ifMatch,
+        why: "it is not a GCS generation",
+        code: "conditionNotMet",
+      });
+    }
     const ifAbsent = options.ifAbsent === true;
     const checksum = await checksumOf("crc32c", body);
     const response = await this.#exchange(
@@ -164,6 +181,9 @@ export class GcsStore implements ObjectStore {
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && status === 412),
+        refusal: ifMatch === undefined
+          ? undefined
+          : (info, redact) => replaceRefusal(info, key, { redact }),
       },
     );
     if (response.status === 412) return { status: "AlreadyExists" };
@@ -181,14 +201,23 @@ export class GcsStore implements ObjectStore {
     const { bytes, size } = rangedBody(response, range, key, {
       malformed: (why) => malformed("get", key, why),
     });
+    const result: GetResult = { bytes, size };
     const etag = response.headers.get("etag");
-    return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
+    if (etag) result.etag = bareEtag(etag);
+    const generation = generationOf(response.headers);
+    if (generation) result.version = generation;
+    return result;
   }
 
   /** The object resource; with `checksums`, its `crc32c` (and `md5Hash`, not for composed ones). */
   async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
     const object = await this.#object(key, "head", options.signal);
-    const head: ObjectHead = { key, size: object.size, metadata: object.metadata };
+    const head: ObjectHead = {
+      key,
+      size: object.size,
+      metadata: object.metadata,
+      version: object.generation,
+    };
     if (object.etag) head.etag = object.etag;
     if (object.lastModified) head.lastModified = object.lastModified;
     if (options.checksums && object.stored) head.checksums = object.stored;
@@ -418,11 +447,18 @@ export class GcsStore implements ObjectStore {
 
   async #listAll(prefix: string, op: string, signal?: AbortSignal): Promise<GcsObject[]> {
     const out: GcsObject[] = [];
+    const guard = new PageGuard(op, prefix, {
+      describe: `gcs ${this.endpoint} bucket '${this.bucket}'`,
+    });
     let pageToken: string | undefined;
     do {
       const request = req.listObjects(this.#location, prefix, { pageToken });
-      const response = await this.#exchange(op, undefined, request, { signal });
+      const response = await guard.request(
+        (signal) => this.#exchange(op, undefined, request, { signal }),
+        signal,
+      );
       const page = parseList(response.body, op);
+      guard.check(page.objects.map((o) => o.key), page.nextPageToken);
       out.push(...page.objects);
       pageToken = page.nextPageToken;
     } while (pageToken);
@@ -493,14 +529,19 @@ export class GcsStore implements ObjectStore {
   readonly #redact = secretRedactor(() => this.#tokens.secrets());
 
   /**
-   * Adds the bearer token and sends one request; answers `accept` rejects become typed errors.
-   * A 401 drops the token and tries once more with a fresh one.
+   * Adds the bearer token and sends one request; answers `accept` rejects become typed errors:
+   * `refusal`'s when it has one for the answer, else {@link gcsError}'s. A 401 drops the token
+   * and tries once more with a fresh one.
    */
   async #exchange(
     op: string,
     key: string | undefined,
     request: req.GcsRequest,
-    options: { signal?: AbortSignal; accept?: (status: number) => boolean },
+    options: {
+      signal?: AbortSignal;
+      accept?: (status: number) => boolean;
+      refusal?: (info: GcsErrorInfo, redact: (text: string) => string) => StoreError | undefined;
+    },
   ): Promise<HttpResponse> {
     const accept = options.accept ?? isOk;
     let refreshed = false;
@@ -528,7 +569,8 @@ export class GcsStore implements ObjectStore {
       }
       // Scrubbed before anything quotes (and cuts) it.
       const info = parseErrorInfo(response.status, scrubBody(response.body, redact));
-      throw gcsError(info, op, key, redact, this.#hint(info, op));
+      throw options.refusal?.(info, redact) ??
+        gcsError(info, op, key, redact, this.#hint(info, op));
     }
   }
 
@@ -563,6 +605,9 @@ export function checkName(key: string, op: string): void {
   if (/[\r\n]/.test(key)) throw invalidKey(key, op, "GCS names cannot hold CR or LF");
 }
 
+/** An upload's or compose's answer: the new object, whose generation is its version. */
 function created(object: GcsObject): PutResult {
-  return object.etag ? { status: "Created", etag: object.etag } : { status: "Created" };
+  const result: PutResult = { status: "Created", version: object.generation };
+  if (object.etag) result.etag = object.etag;
+  return result;
 }

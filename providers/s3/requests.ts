@@ -122,8 +122,10 @@ function checksumHeaders(headers: Record<string, string>, checksum: Checksum | u
 }
 
 /**
- * PutObject; `ifAbsent` adds `If-None-Match: *` (412 when the key exists); `checksum` is sent as
- * `x-amz-checksum-{algorithm}`, which S3 verifies on ingest and keeps with the object.
+ * PutObject; `ifAbsent` adds `If-None-Match: *` (412 when the key exists); `ifMatch`, a bare
+ * ETag, adds `If-Match: "{etag}"` (412 when the object has another ETag, 404 NoSuchKey when there
+ * is none); `checksum` is sent as `x-amz-checksum-{algorithm}`, which S3 verifies on ingest and
+ * keeps with the object.
  */
 export function putObject(
   loc: S3Location,
@@ -131,6 +133,7 @@ export function putObject(
   body: Uint8Array,
   options: {
     ifAbsent?: boolean;
+    ifMatch?: string;
     metadata?: UserMetadata;
     contentType?: string;
     checksum?: Checksum;
@@ -141,6 +144,7 @@ export function putObject(
     options.checksum,
   );
   if (options.ifAbsent) headers["if-none-match"] = "*";
+  if (options.ifMatch !== undefined) headers["if-match"] = `"${bareEtag(options.ifMatch)}"`;
   return { method: "PUT", ...target(loc, key), query: [], headers, body };
 }
 

@@ -181,6 +181,33 @@ export function s3Error(
   });
 }
 
+/**
+ * The typed error for a PutObject with `If-Match` that S3 refused for its condition: a 412
+ * PreconditionFailed (the object has another ETag) and a 404 NoSuchKey (there is no object to
+ * replace) are both `PreconditionFailed`. Undefined for any other answer, which means what it
+ * means elsewhere: a 409 ConditionalRequestConflict (a concurrent write to the key) is
+ * `Transport`, and another attempt gets 412 if the other write won; NoSuchBucket is `NotFound`.
+ * @param options.redact scrubs secrets out of the message
+ * @returns the error to throw, or undefined for an answer the condition did not decide
+ */
+export function replaceRefusal(
+  info: S3ErrorInfo,
+  key: string,
+  options: { redact?: (text: string) => string } = {},
+): StoreError | undefined {
+  const { redact = (t: string) => t } = options;
+  const absent = info.status === 404 && (info.code === "NoSuchKey" || info.code === "NotFound");
+  if (info.status !== 412 && !absent) return undefined;
+  const err = s3Error(info, "put", key, redact);
+  if (err.kind === "PreconditionFailed") return err;
+  return new StoreError(
+    "PreconditionFailed",
+    `${err.message} (If-Match: no object to replace)`,
+    err.detail,
+    { cause: err.cause },
+  );
+}
+
 /** A `Malformed` error for a body tierd could not read. */
 export function malformed(
   op: string,
@@ -362,7 +389,8 @@ export function parseHead(key: string, headers: Headers): ObjectHead {
   }
   const head: ObjectHead = { key, size, metadata: metadataFromHeaders(headers) };
   const etag = headers.get("etag");
-  if (etag) head.etag = bareEtag(etag);
+  // S3's version is the ETag: what If-Match compares.
+  if (etag) head.etag = head.version = bareEtag(etag);
   const modified = parseDate(headers.get("last-modified") ?? undefined);
   if (modified) head.lastModified = modified;
   const checksums = storedChecksums(headers);

@@ -3,9 +3,16 @@
 // (responses.ts). The only state is the signing-key cache, the learned clock offset and the
 // address style; credentials come from a supplier (../credentials/) that keeps them fresh, and a
 // 401/403 gets one out-of-band refresh and one retry.
-import { bareEtag, checkMetadata, checkPartNumber, requireParts } from "../_rules.ts";
+import {
+  bareEtag,
+  checkMetadata,
+  checkPartNumber,
+  checkPutConditions,
+  requireParts,
+} from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom } from "../_errors.ts";
+import { PageGuard } from "../listing.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { xmlRepresentable } from "../_xml.ts";
 import { scrubBody, secretRedactor } from "../_redact.ts";
@@ -39,6 +46,7 @@ import {
   parseInitiateMultipart,
   parseListMultipartUploads,
   parseListObjectsV2,
+  replaceRefusal,
   s3Error,
   type S3ErrorInfo,
 } from "./responses.ts";
@@ -181,8 +189,14 @@ export class S3Store implements ObjectStore {
     return { kind: this.kind, bucket: this.bucket, region: this.region, style: this.addressStyle };
   }
 
+  /**
+   * PutObject. `ifAbsent` sends `If-None-Match: *`; `ifMatch` sends `If-Match` with the ETag, and
+   * a 412 or a 404 NoSuchKey is `PreconditionFailed`. A 409 ConditionalRequestConflict (another
+   * conditional write in flight) is retried a few times here, then `Transport`.
+   */
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     req.checkKey(key, "put");
+    checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     const checksum = await this.#checksumOf(body);
     const response = await this.#exchange(
@@ -192,6 +206,9 @@ export class S3Store implements ObjectStore {
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (options.ifAbsent === true && status === 412),
+        refusal: options.ifMatch === undefined
+          ? undefined
+          : (info) => replaceRefusal(info, key, { redact: this.#redact }),
       },
     );
     if (response.status === 412) return { status: "AlreadyExists" };
@@ -212,7 +229,7 @@ export class S3Store implements ObjectStore {
       trustPartial: true,
     });
     const etag = response.headers.get("etag");
-    return etag ? { bytes, size, etag: bareEtag(etag) } : { bytes, size };
+    return etag ? { bytes, size, etag: bareEtag(etag), version: bareEtag(etag) } : { bytes, size };
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
@@ -344,7 +361,9 @@ export class S3Store implements ObjectStore {
     if (response.status === 412) return { status: "AlreadyExists" };
     const etag = this.#parse(() => parseCompleteMultipart(response.body, key)) ??
       response.headers.get("etag");
-    return etag ? { status: "Created", etag: bareEtag(etag) } : { status: "Created" };
+    return etag
+      ? { status: "Created", etag: bareEtag(etag), version: bareEtag(etag) }
+      : { status: "Created" };
   }
 
   async abortMultipart(
@@ -370,20 +389,38 @@ export class S3Store implements ObjectStore {
     const clientSide = () => this.#minio && prefix !== "";
     const filtered = clientSide();
     const uploads: MultipartUpload[] = [];
+    const listed = filtered ? "" : prefix;
+    // Uploads come by key, then by initiation on AWS, by initiation alone from MinIO's cache:
+    // the markers show the listing advancing, not the order of the uploads.
+    const guard = new PageGuard("listMultipartUploads", listed, {
+      describe: this.#where(),
+      clock: this.#clock,
+      order: "markers",
+    });
     let markers: { keyMarker?: string; uploadIdMarker?: string } = {};
     for (;;) {
-      const request = req.listMultipartUploads(this.#location, filtered ? "" : prefix, markers);
-      const response = await this.#exchange("listMultipartUploads", undefined, request, {
-        signal: options.signal,
-      });
+      const request = req.listMultipartUploads(this.#location, listed, markers);
+      const response = await guard.request(
+        (signal) => this.#exchange("listMultipartUploads", undefined, request, { signal }),
+        options.signal,
+      );
       if (!filtered && clientSide()) return this.listMultipartUploads(prefix, options);
       const page = this.#parse(() => parseListMultipartUploads(response.body));
+      guard.check(
+        page.uploads.map((u) => u.key),
+        page.next && { key: page.next.keyMarker, id: page.next.uploadIdMarker },
+      );
       uploads.push(
         ...(filtered ? page.uploads.filter((u) => u.key.startsWith(prefix)) : page.uploads),
       );
       if (!page.next) return uploads;
       markers = page.next;
     }
+  }
+
+  /** The store in a listing's errors, as the boot names it. */
+  #where(): string {
+    return `s3 ${this.endpoint} bucket '${this.bucket}'`;
   }
 
   /** The CRC-64/NVME sent with an upload's body, unless checksums are off. */
@@ -495,15 +532,20 @@ export class S3Store implements ObjectStore {
   }
 
   /**
-   * Signs and sends one request; answers `accept` rejects become typed errors. A
-   * `RequestTimeTooSkewed` answer is met with one re-sign on the server's clock, a 409
-   * `ConditionalRequestConflict` with a few quick retries.
+   * Signs and sends one request; answers `accept` rejects become typed errors: `refusal`'s when
+   * it has one for the answer, else {@link s3Error}'s. A `RequestTimeTooSkewed` answer is met
+   * with one re-sign on the server's clock, a 409 `ConditionalRequestConflict` with a few quick
+   * retries.
    */
   async #exchange(
     op: string,
     key: string | undefined,
     request: req.S3Request,
-    options: { signal?: AbortSignal; accept?: (status: number) => boolean },
+    options: {
+      signal?: AbortSignal;
+      accept?: (status: number) => boolean;
+      refusal?: (info: S3ErrorInfo) => StoreError | undefined;
+    },
   ): Promise<HttpResponse> {
     const accept = options.accept ?? isOk;
     let resigned = false;
@@ -563,7 +605,7 @@ export class S3Store implements ObjectStore {
         }
         throw s3Error(info, op, key, this.#redact, ` (credentials from ${this.credentials})`);
       }
-      throw s3Error(info, op, key, this.#redact);
+      throw options.refusal?.(info) ?? s3Error(info, op, key, this.#redact);
     }
   }
 
@@ -577,9 +619,12 @@ export class S3Store implements ObjectStore {
   }
 }
 
+/** A put's answer: the new object's ETag, which is also its version. */
 function created(response: HttpResponse): PutResult {
   const etag = response.headers.get("etag");
-  return etag ? { status: "Created", etag: bareEtag(etag) } : { status: "Created" };
+  return etag
+    ? { status: "Created", etag: bareEtag(etag), version: bareEtag(etag) }
+    : { status: "Created" };
 }
 
 /** The supplier behind the `credentials` option (undefined: unsigned). */

@@ -8,10 +8,12 @@ import { checksumOf } from "../checksum.ts";
 import {
   checkMetadata,
   checkPartNumber,
+  checkPutConditions,
   md5Hex,
   MIN_PART_SIZE,
   multipartEtag,
   planCompletion,
+  versionMismatch,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
@@ -71,6 +73,8 @@ export interface SimObject {
   readonly metadata: Readonly<UserMetadata>;
   readonly contentType?: string;
   readonly etag: string;
+  /** Its version: `sim-v{n}`, counting the store's successful writes (see `PutOptions.ifMatch`). */
+  readonly version: string;
   readonly lastModified: Date;
 }
 
@@ -128,6 +132,7 @@ export class SimStore implements ObjectStore {
   #faults: SimFaults;
   #sortedKeys?: string[];
   #nextUpload = 0;
+  #nextVersion = 0;
 
   constructor(options: SimStoreOptions = {}) {
     this.#rng = seededRandom(options.seed ?? 1);
@@ -174,13 +179,18 @@ export class SimStore implements ObjectStore {
     return this.#uploads;
   }
 
+  /**
+   * Stores the object. `ifAbsent` and `ifMatch` are decided when the request is served, after
+   * its latency and faults, so concurrent conditional writes race as on a real store.
+   */
   async put(key: string, body: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
     checkKey(key, "put");
+    checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     const bytes = body.slice();
     return await this.#request("put", options.signal, { mutates: true }, () => {
       const etag = md5Hex(bytes);
-      return this.#store(key, bytes, etag, options.metadata, options.contentType, options.ifAbsent);
+      return this.#store(key, bytes, etag, options.metadata, options.contentType, options);
     });
   }
 
@@ -192,6 +202,7 @@ export class SimStore implements ObjectStore {
         bytes: object.bytes.slice(start, end),
         size: object.bytes.length,
         etag: object.etag,
+        version: object.version,
       };
     });
   }
@@ -207,6 +218,7 @@ export class SimStore implements ObjectStore {
         key,
         size: object.bytes.length,
         etag: object.etag,
+        version: object.version,
         lastModified: object.lastModified,
         metadata: { ...object.metadata },
       };
@@ -317,14 +329,7 @@ export class SimStore implements ObjectStore {
       }, this.#minPartSize);
       const bytes = concatBytes(plan.map(({ partNumber }) => upload.parts.get(partNumber)!.bytes));
       const etag = multipartEtag(plan.map((part) => part.etag));
-      const result = this.#store(
-        key,
-        bytes,
-        etag,
-        upload.metadata,
-        upload.contentType,
-        options.ifAbsent,
-      );
+      const result = this.#store(key, bytes, etag, upload.metadata, upload.contentType, options);
       // Like S3, a refused conditional completion leaves the upload to be retried or aborted.
       if (result.status === "Created") this.#uploads.delete(uploadId);
       return result;
@@ -365,18 +370,30 @@ export class SimStore implements ObjectStore {
     etag: string,
     metadata: UserMetadata | undefined,
     contentType: string | undefined,
-    ifAbsent: boolean | undefined,
+    conditions: { ifAbsent?: boolean; ifMatch?: string },
   ): PutResult {
-    if (ifAbsent && this.#objects.has(key)) return { status: "AlreadyExists" };
-    if (!this.#objects.has(key)) this.#sortedKeys = undefined;
+    const existing = this.#objects.get(key);
+    if (conditions.ifAbsent && existing) return { status: "AlreadyExists" };
+    const { ifMatch } = conditions;
+    if (ifMatch !== undefined && existing?.version !== ifMatch) {
+      throw versionMismatch(key, {
+        ifMatch,
+        why: existing ? `it is at ${existing.version}` : "the key does not exist",
+        status: 412,
+        code: "PreconditionFailed",
+      });
+    }
+    if (!existing) this.#sortedKeys = undefined;
+    const version = `sim-v${++this.#nextVersion}`;
     this.#objects.set(key, {
       bytes,
       metadata: { ...metadata },
       contentType,
       etag,
+      version,
       lastModified: new Date(this.#clock.now()),
     });
-    return { status: "Created", etag };
+    return { status: "Created", etag, version };
   }
 
   #find(key: string, op: SimOp): SimObject {

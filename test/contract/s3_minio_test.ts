@@ -22,7 +22,7 @@ if ("reason" in found) {
       urlStyle: "path",
     });
     return { store, close: minio.stop };
-  }, { checksum: "crc64nvme" });
+  }, { checksum: "crc64nvme", versions: "per-content" });
 
   contractSuite("s3 on MinIO, virtual-host style", async () => {
     const minio = (await startMinio({ domain: "localhost" }))!;
@@ -37,5 +37,5 @@ if ("reason" in found) {
     });
     if (store.addressStyle !== "virtual") throw new Error("expected virtual-host addressing");
     return { store, close: minio.stop };
-  }, { checksum: "crc64nvme" });
+  }, { checksum: "crc64nvme", versions: "per-content" });
 }

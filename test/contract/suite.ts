@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import {
   type ChecksumAlgorithm,
   type ObjectStore,
+  type PutResult,
   StoreError,
   type StoreErrorKind,
 } from "../../providers/types.ts";
@@ -20,6 +21,8 @@ export type ContractCase =
   | "put-overwrites"
   | "put-if-absent"
   | "put-if-absent-race"
+  | "put-if-match"
+  | "put-if-match-race"
   | "ranged-get"
   | "missing-key"
   | "head-metadata"
@@ -34,12 +37,21 @@ export type ContractCase =
   | "head-checksums"
   | "special-keys";
 
+/**
+ * What a store's versions follow (`ObjectHead.version`): `per-put`, a new version on every put,
+ * the same bytes put again included (GCS generations, Azure ETags, fs, sim); `per-content`, a
+ * version derived from the bytes, which the same bytes put again keep (S3, whose version is the
+ * ETag, the MD5 of the bytes).
+ */
+export type VersionScheme = "per-put" | "per-content";
+
 /** What a case gets: the store and a key prefix no other case or run uses. */
 interface CaseContext {
   store: ObjectStore;
   prefix: string;
   /** The checksum the store keeps with every object tierd uploads, if it keeps one. */
   checksum?: ChecksumAlgorithm;
+  versions: VersionScheme;
 }
 
 const MiB = 1024 * 1024;
@@ -100,6 +112,111 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
     const [winner] = winners;
     assertBytes((await store.get(key)).bytes, bodies[winner], "the winner's body");
     assert.equal((await store.head(key)).metadata.writer, String(winner), "the winner's metadata");
+  },
+
+  async "put-if-match"({ store, prefix, versions }) {
+    const key = `${prefix}owner`;
+    const first = await store.put(key, bytesOf("owner 1, nonce 5f3a"), {
+      metadata: { owner: "1" },
+    });
+    const v1 = (await store.head(key)).version;
+    assert.ok(v1, "HEAD reports a version");
+    assert.equal(createdVersion(first), v1, "the put answers the version HEAD reports");
+    assert.equal((await store.get(key)).version, v1, "GET reports the version HEAD reports");
+    const range = { start: 1, length: 3 };
+    assert.equal((await store.get(key, { range })).version, v1, "so does a ranged GET");
+
+    const second = await store.put(key, bytesOf("owner 2, nonce 9c01"), {
+      ifMatch: v1,
+      metadata: { owner: "2" },
+    });
+    const v2 = createdVersion(second);
+    assert.ok(v2 !== undefined && v2 !== v1, `a replacement gets a new version: ${v1} -> ${v2}`);
+    assert.equal((await store.head(key)).version, v2);
+
+    await assertStoreError(
+      store.put(key, bytesOf("owner 3, nonce 77d2"), { ifMatch: v1, metadata: { owner: "3" } }),
+      "PreconditionFailed",
+      "a replacement with the old version",
+    );
+    assertBytes((await store.get(key)).bytes, bytesOf("owner 2, nonce 9c01"), "after the refusal");
+    const after = await store.head(key);
+    assert.equal(after.metadata.owner, "2", "the refused replacement left the metadata alone");
+    assert.equal(after.version, v2, "and the version");
+
+    const absent = `${prefix}absent`;
+    await assertStoreError(
+      store.put(absent, bytesOf("no one here"), { ifMatch: v2 }),
+      "PreconditionFailed",
+      "a replacement of an absent key",
+    );
+    await assertStoreError(
+      store.head(absent),
+      "NotFound",
+      "the refused replacement created nothing",
+    );
+
+    await assert.rejects(
+      store.put(key, bytesOf("both"), { ifAbsent: true, ifMatch: v2 }),
+      RangeError,
+      "ifAbsent with ifMatch is a programming error",
+    );
+
+    // The same bytes put again: a new version where versions are per put; the same one where
+    // they follow the bytes (S3), so there a writer still holding v2 is not fenced off by it,
+    // which is why replacements must carry bytes of their own (a timestamp and a nonce).
+    const same = await store.put(key, bytesOf("owner 2, nonce 9c01"), {
+      ifMatch: v2,
+      metadata: { owner: "2" },
+    });
+    const v3 = createdVersion(same);
+    assert.equal((await store.head(key)).version, v3);
+    if (versions === "per-put") {
+      assert.notEqual(v3, v2, "the same bytes put again get a new version");
+      await assertStoreError(
+        store.put(key, bytesOf("owner 4, nonce 0b7e"), { ifMatch: v2 }),
+        "PreconditionFailed",
+        "the version before an identical put",
+      );
+    } else {
+      assert.equal(v3, v2, "the same bytes put again keep the version");
+      const stale = await store.put(key, bytesOf("owner 4, nonce 0b7e"), { ifMatch: v2 });
+      assert.equal(stale.status, "Created", "the version before an identical put still matches");
+    }
+  },
+
+  async "put-if-match-race"({ store, prefix }) {
+    const key = `${prefix}owner`;
+    await store.put(key, bytesOf("the owner before the race"));
+    const { version } = await store.head(key);
+    assert.ok(version, "HEAD reports a version");
+    const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(64 * 1024 + i));
+    const results = await Promise.allSettled(
+      bodies.map((body, i) =>
+        store.put(key, body, { ifMatch: version, metadata: { writer: `${i}` } })
+      ),
+    );
+    const winners = results.flatMap((r, i) =>
+      r.status === "fulfilled" && r.value.status === "Created" ? [i] : []
+    );
+    assert.equal(winners.length, 1, `exactly one replacement wins, got ${winners.length}`);
+    for (const [i, r] of results.entries()) {
+      if (i === winners[0]) continue;
+      assert.equal(r.status, "rejected", `writer ${i} lost`);
+      const err = (r as PromiseRejectedResult).reason;
+      assert.ok(
+        err instanceof StoreError && err.kind === "PreconditionFailed",
+        `writer ${i} lost with PreconditionFailed, not ${err}`,
+      );
+    }
+    const [winner] = winners;
+    assertBytes((await store.get(key)).bytes, bodies[winner], "the winner's body");
+    const head = await store.head(key);
+    assert.equal(head.metadata.writer, String(winner), "the winner's metadata");
+    assert.equal(
+      head.version,
+      createdVersion((results[winner] as PromiseFulfilledResult<PutResult>).value),
+    );
   },
 
   async "ranged-get"({ store, prefix }) {
@@ -364,6 +481,7 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
  * @param options.exceptions cases this backend is known to fail, each with the reason
  * @param options.checksum the checksum HEAD must show on every object (`head-checksums`); a
  *   backend without one skips that case, loudly
+ * @param options.versions what the backend's versions follow (`put-if-match`) @default "per-put"
  * @example
  * contractSuite("fs", async () => {
  *   const dir = await tempDir();
@@ -376,6 +494,7 @@ export function contractSuite(
   options: {
     exceptions?: Partial<Record<ContractCase, string>>;
     checksum?: ChecksumAlgorithm;
+    versions?: VersionScheme;
   } = {},
 ): void {
   Deno.test(`contract: ${name}`, async (t) => {
@@ -399,7 +518,12 @@ export function contractSuite(
         const prefix = `${run}/${label}/`;
         await t.step(label, async () => {
           try {
-            await body({ store, prefix, checksum: options.checksum });
+            await body({
+              store,
+              prefix,
+              checksum: options.checksum,
+              versions: options.versions ?? "per-put",
+            });
           } catch (err) {
             await removeEverything(store, prefix).catch(() => {});
             throw err;
@@ -436,6 +560,12 @@ async function assertStoreError(
     assert.equal(err.kind, kind, `${message ?? ""}: ${err.message}`);
     return true;
   });
+}
+
+/** The version a put answered, failing unless it created the object. */
+function createdVersion(result: PutResult): string | undefined {
+  assert.equal(result.status, "Created");
+  return result.status === "Created" ? result.version : undefined;
 }
 
 function assertBytes(actual: Uint8Array, expected: Uint8Array, what = "bytes"): void {

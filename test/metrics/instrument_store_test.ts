@@ -14,11 +14,16 @@ Deno.test("store requests are counted by op and outcome; throttling separately",
   const store = instrumentStore(sim, m);
   assert.equal(store.kind, "sim");
   const body = new TextEncoder().encode("hello");
-  assert.deepEqual(await store.put("a/b", body, { ifAbsent: true }), {
-    status: "Created",
-    etag: (await sim.head("a/b")).etag,
-  });
+  const created = await store.put("a/b", body, { ifAbsent: true });
+  const { etag, version } = await sim.head("a/b");
+  assert.deepEqual(created, { status: "Created", etag, version });
   assert.equal((await store.put("a/b", body, { ifAbsent: true })).status, "AlreadyExists");
+  // A replacement's version reaches the store; a stale one is counted as a refusal.
+  assert.equal((await store.put("a/b", body, { ifMatch: version })).status, "Created");
+  await assert.rejects(
+    store.put("a/b", body, { ifMatch: version }),
+    (e: unknown) => e instanceof StoreError && e.kind === "PreconditionFailed",
+  );
   assert.deepEqual(
     (await store.get("a/b", { range: { start: 1, length: 3 } })).bytes,
     body.slice(1, 4),
@@ -43,8 +48,9 @@ Deno.test("store requests are counted by op and outcome; throttling separately",
   const f = parseExposition(registry.render());
   const count = (op: string, outcome: string) =>
     sampleValue(f, "tierd_store_requests_total", { op, outcome });
-  assert.equal(count("put", "ok"), 1);
+  assert.equal(count("put", "ok"), 2);
   assert.equal(count("put", "already_exists"), 1);
+  assert.equal(count("put", "precondition_failed"), 1);
   assert.equal(count("get", "ok"), 1);
   assert.equal(count("get", "not_found"), 1);
   assert.equal(count("get", "transport"), 1);

@@ -1,8 +1,10 @@
 // A child process for the fs store's multi-process tests (fs_processes_test.ts): it either
-// races create-only puts against its siblings, or runs one write and SIGKILLs itself at the
-// named step of the store's protocol. Its one argument is a JSON {@link ChildTask}.
+// races create-only puts (or replacements) against its siblings, or runs one write and SIGKILLs
+// itself at the named step of the store's protocol. Its one argument is a JSON
+// {@link ChildTask}.
 import { FsStore } from "../../providers/fs/store.ts";
 import type { WriteStep } from "../../providers/fs/object_files.ts";
+import { StoreError } from "../../providers/types.ts";
 
 /** What the child does. */
 export type ChildTask =
@@ -13,11 +15,17 @@ export type ChildTask =
     rounds: number;
     /** The child writes `{go}.{writer}` when it is ready, then starts once `go` exists. */
     go: string;
+    /**
+     * Replace instead of create: round `n` puts with `ifMatch: versions[n]`, and a
+     * `PreconditionFailed` is a lost round.
+     */
+    versions?: string[];
   }
   | {
     mode: "crash";
     root: string;
-    op: "put" | "overwrite" | "complete" | "delete" | "migrate";
+    /** `replace`: a put with `ifMatch` of the object's version, read first. */
+    op: "put" | "overwrite" | "replace" | "complete" | "delete" | "migrate";
     key: string;
     /** The step to die at; undefined runs the write to its end. */
     at?: WriteStep;
@@ -56,11 +64,17 @@ if (import.meta.main) {
     while (performance.timeOrigin + performance.now() < startAt) { /* spin */ }
     const won: number[] = [];
     for (let round = 0; round < task.rounds; round++) {
-      const result = await store.put(`race/${round}`, raceBody(task.writer, round), {
-        ifAbsent: true,
-        metadata: { writer: String(task.writer) },
-      });
-      if (result.status === "Created") won.push(round);
+      const ifMatch = task.versions?.[round];
+      try {
+        const result = await store.put(`race/${round}`, raceBody(task.writer, round), {
+          ifAbsent: ifMatch === undefined,
+          ifMatch,
+          metadata: { writer: String(task.writer) },
+        });
+        if (result.status === "Created") won.push(round);
+      } catch (err) {
+        if (!(ifMatch && err instanceof StoreError && err.kind === "PreconditionFailed")) throw err;
+      }
     }
     console.log(JSON.stringify(won));
   } else {
@@ -79,6 +93,14 @@ if (import.meta.main) {
       case "overwrite":
         await store.put(key, crashBody("new ", 3000), { metadata: { writer: "new" } });
         break;
+      case "replace": {
+        const { version } = await store.head(key);
+        await store.put(key, crashBody("new ", 3000), {
+          ifMatch: version,
+          metadata: { writer: "new" },
+        });
+        break;
+      }
       case "complete": {
         const id = await store.createMultipart(key, { metadata: { writer: "new" } });
         const p1 = await store.putPart(key, id, 1, crashBody("new ", 2000));

@@ -1,6 +1,7 @@
-// The fs store across processes: create-only puts raced by separate Deno processes have exactly
-// one winner whose bytes and metadata go together, and a process SIGKILLed at every step of a
-// write, a delete, a multipart completion or a migration leaves nothing visible that is half.
+// The fs store across processes: create-only puts and replacements raced by separate Deno
+// processes have exactly one winner whose bytes and metadata go together, and a process SIGKILLed
+// at every step of a write, a delete, a multipart completion or a migration leaves nothing
+// visible that is half.
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -44,9 +45,25 @@ async function seen(root: string, key: string) {
 const old = crashBody("old!", 1500);
 const fresh = crashBody("new ", 3000);
 
-/** One race of `rounds` keys; returns how many rounds writer 1 won. */
-async function race(root: string, go: string, rounds: number): Promise<number> {
-  const racers = [0, 1].map((writer) => child({ mode: "race", root, writer, rounds, go }));
+/**
+ * One race of `rounds` keys, creates or (`replace`) replacements of objects put first; returns
+ * how many rounds writer 1 won.
+ */
+async function race(root: string, go: string, rounds: number, replace = false): Promise<number> {
+  let versions: string[] | undefined;
+  if (replace) {
+    const store = new FsStore({ root });
+    versions = [];
+    for (let round = 0; round < rounds; round++) {
+      const put = await store.put(`race/${round}`, raceBody(9, round), {
+        metadata: { writer: "9" },
+      });
+      versions.push(put.status === "Created" ? put.version! : "");
+    }
+  }
+  const racers = [0, 1].map((writer) =>
+    child({ mode: "race", root, writer, rounds, go, versions })
+  );
   // Both processes started and waiting, then off together.
   const ready = (w: number) => stat(`${go}.${w}`).then(() => true, () => false);
   while (!(await ready(0) && await ready(1))) await new Promise((r) => setTimeout(r, 20));
@@ -69,27 +86,32 @@ async function race(root: string, go: string, rounds: number): Promise<number> {
   return wins1;
 }
 
-Deno.test("fs: create-only puts raced by two processes have exactly one winner per key", async () => {
-  const dir = await tempDir("tierd-fs-race");
-  try {
-    const rounds = 150;
-    // On a loaded machine one process may see the start signal only after the other finished;
-    // such a run proves nothing about racing, so it is run again (the invariants hold in each).
-    let contested = 0;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      contested = await race(
-        join(dir.path, `store-${attempt}`),
-        join(dir.path, `go-${attempt}`),
-        rounds,
-      );
-      if (contested > 0 && contested < rounds) break;
+for (const replace of [false, true]) {
+  const what = replace ? "replacements of one version" : "create-only puts";
+  Deno.test(`fs: ${what} raced by two processes have exactly one winner per key`, async () => {
+    const dir = await tempDir("tierd-fs-race");
+    try {
+      const rounds = 150;
+      // On a loaded machine one process may see the start signal only after the other
+      // finished; such a run proves nothing about racing, so it is run again (the invariants
+      // hold in each).
+      let contested = 0;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        contested = await race(
+          join(dir.path, `store-${attempt}`),
+          join(dir.path, `go-${attempt}`),
+          rounds,
+          replace,
+        );
+        if (contested > 0 && contested < rounds) break;
+      }
+      // Both processes won some rounds: they really raced (not one finishing before the other).
+      assert.ok(contested > 0 && contested < rounds, `writer 1 won ${contested} of ${rounds}`);
+    } finally {
+      await dir.cleanup();
     }
-    // Both processes won some rounds: they really raced (not one finishing before the other).
-    assert.ok(contested > 0 && contested < rounds, `writer 1 won ${contested} of ${rounds}`);
-  } finally {
-    await dir.cleanup();
-  }
-});
+  });
+}
 
 const WRITE_STEPS: WriteStep[] = ["data-written", "meta-written", "meta-committed", "data-placed"];
 
@@ -137,24 +159,41 @@ Deno.test("fs: a put killed at any step leaves the key absent or whole", async (
   });
 });
 
-Deno.test("fs: an overwrite killed at any step leaves the old object, the new one, or none", async () => {
-  await crashEach("overwrite", WRITE_STEPS, async (root) => {
-    await new FsStore({ root }).put("a/k.log", old, { metadata: { writer: "old" } });
-  }, async (step, root) => {
-    const got = await seen(root, "a/k.log");
-    if (step === "data-written" || step === "meta-written") {
-      assert.equal(got?.writer, "old", step);
-      assert.deepEqual(got.bytes, old);
-    } else if (step === "meta-committed") {
-      assert.equal(got, undefined, `${step}: new metadata, old bytes: not an object`);
-      const listed = await new FsStore({ root }).list("a/");
-      assert.deepEqual(listed.objects, [], `${step}: not listed either (sizes differ)`);
-    } else {
-      assert.equal(got?.writer, "new", step);
-      assert.deepEqual(got.bytes, fresh);
-    }
+for (const op of ["overwrite", "replace"] as const) {
+  Deno.test(`fs: ${op === "replace" ? "a replacement (ifMatch)" : "an overwrite"} killed at any step leaves the old object, the new one, or none`, async () => {
+    let oldVersion: string | undefined;
+    await crashEach(op, WRITE_STEPS, async (root) => {
+      const put = await new FsStore({ root }).put("a/k.log", old, { metadata: { writer: "old" } });
+      oldVersion = put.status === "Created" ? put.version : undefined;
+    }, async (step, root) => {
+      const got = await seen(root, "a/k.log");
+      if (step === "data-written" || step === "meta-written") {
+        assert.equal(got?.writer, "old", step);
+        assert.deepEqual(got.bytes, old);
+      } else if (step === "meta-committed") {
+        assert.equal(got, undefined, `${step}: new metadata, old bytes: not an object`);
+        const listed = await new FsStore({ root }).list("a/");
+        assert.deepEqual(listed.objects, [], `${step}: not listed either (sizes differ)`);
+      } else {
+        assert.equal(got?.writer, "new", step);
+        assert.deepEqual(got.bytes, fresh);
+      }
+      if (op !== "replace") return;
+      // The dead replacer's lock is taken over at once; the old version holds exactly while
+      // the old object is what a reader sees.
+      const store = new FsStore({ root });
+      const retry = store.put("a/k.log", crashBody("next", 100), { ifMatch: oldVersion });
+      if (got?.writer === "old") assert.equal((await retry).status, "Created", step);
+      else {
+        await assert.rejects(
+          retry,
+          (err: unknown) => err instanceof StoreError && err.kind === "PreconditionFailed",
+          step,
+        );
+      }
+    });
   });
-});
+}
 
 Deno.test("fs: a multipart completion killed at any step publishes all of it or nothing", async () => {
   await crashEach("complete", WRITE_STEPS, async () => {}, async (step, root) => {

@@ -175,6 +175,82 @@ Deno.test("fs: concurrent overwrites never mix one writer's bytes with another's
   }
 });
 
+Deno.test("fs: replacements from two stores on one root: one winner per version, no leftovers", async () => {
+  const dir = await tempDir("tierd-fs");
+  try {
+    const stores = [new FsStore({ root: dir.path }), new FsStore({ root: dir.path })];
+    await stores[0].put("owner", bytes("nobody"));
+    for (let round = 0; round < 5; round++) {
+      const { version } = await stores[round % 2].head("owner");
+      const results = await Promise.allSettled(
+        Array.from(
+          { length: 8 },
+          (_, i) =>
+            stores[i % 2].put("owner", bytes(`writer ${i} round ${round}`), {
+              ifMatch: version,
+              metadata: { writer: String(i) },
+            }),
+        ),
+      );
+      const winners = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+      assert.equal(winners.length, 1, `round ${round}`);
+      for (const r of results) {
+        if (r.status === "rejected") {
+          assert.ok(r.reason instanceof StoreError && r.reason.kind === "PreconditionFailed");
+          assert.equal(r.reason.detail.code, "VersionMismatch");
+        }
+      }
+      const got = new TextDecoder().decode((await stores[1].get("owner")).bytes);
+      assert.equal(got, `writer ${(await stores[0].head("owner")).metadata.writer} round ${round}`);
+    }
+    await assert.rejects(
+      stores[0].put("owner", bytes("x"), { ifAbsent: true, ifMatch: "v" }),
+      RangeError,
+    );
+    assert.deepEqual(await readdir(join(dir.path, "tmp")), [], "losers leave no temp files");
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("fs: versions live in the metadata file: copied with it, derived where it has none", async () => {
+  const dir = await tempDir("tierd-fs");
+  try {
+    const root = join(dir.path, "a");
+    const store = new FsStore({ root });
+    const put = await store.put("owner", bytes("same bytes"));
+    const again = await store.put("owner", bytes("same bytes"));
+    assert.ok(put.status === "Created" && again.status === "Created");
+    assert.notEqual(again.version, put.version, "the same bytes put again: a new version");
+    assert.match(again.version ?? "", /^[0-9a-f]{32}$/);
+    // cp -r: new inodes, the same metadata files. The copy's object keeps its version.
+    const copy = join(dir.path, "b");
+    assert.equal((await run("cp", "-r", root, copy)).code, 0);
+    const copied = new FsStore({ root: copy });
+    assert.equal((await copied.head("owner")).version, again.version);
+    const moved = await copied.put("owner", bytes("replaced in the copy"), {
+      ifMatch: again.version,
+    });
+    assert.equal(moved.status, "Created");
+    // Metadata an earlier tierd wrote has no version: one is derived from the ETag and the data
+    // file, it holds for a replacement, and the replacement writes a random one.
+    const metaPath = join(root, "objects", "owner" + META_SUFFIX);
+    const { version: _, ...older } = JSON.parse(await readFile(metaPath, "utf8"));
+    await writeFile(metaPath, JSON.stringify(older));
+    const derived = (await store.head("owner")).version;
+    assert.equal(derived, `${older.etag}.${older.ino}.${older.mtimeNs}`);
+    assert.equal((await store.get("owner")).version, derived);
+    const next = await store.put("owner", bytes("replaced"), { ifMatch: derived });
+    assert.ok(next.status === "Created" && /^[0-9a-f]{32}$/.test(next.version ?? ""));
+    await assert.rejects(
+      store.put("owner", bytes("stale"), { ifMatch: derived }),
+      (err: unknown) => err instanceof StoreError && err.kind === "PreconditionFailed",
+    );
+  } finally {
+    await dir.cleanup();
+  }
+});
+
 /** Runs a command; its exit code and stdout. */
 async function run(cmd: string, ...args: string[]): Promise<{ code: number; out: string }> {
   const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();

@@ -109,6 +109,21 @@ Deno.test("RetryingStore: anything that is not a store fault fails on its first 
   }
 });
 
+Deno.test("RetryingStore: a replacement's version reaches the store; a refusal is not retried", async () => {
+  const r = await rig();
+  const view = r.store.within(r.store.deadline(60_000), "upload");
+  const { version } = await r.run(view.head(KEY));
+  const replaced = await r.run(view.put(KEY, new Uint8Array([4]), { ifMatch: version }));
+  assert.ok(replaced.status === "Created" && replaced.version !== version);
+  r.seen.length = 0;
+  await assert.rejects(
+    r.run(view.put(KEY, new Uint8Array([5]), { ifMatch: version })),
+    (err: unknown) => err instanceof StoreError && err.kind === "PreconditionFailed",
+  );
+  assert.equal(r.seen.length, 1, "one attempt: another cannot make the version match");
+  assert.deepEqual(r.retries, []);
+});
+
 Deno.test("RetryingStore: gives up at the view's deadline; no attempt starts past it", async () => {
   const r = await rig();
   const start = r.clock.ms;

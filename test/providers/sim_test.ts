@@ -95,6 +95,29 @@ Deno.test("sim: a reset write may or may not have taken effect", async () => {
   assert.equal((await sim.put(survivor, bytes("v"), { ifAbsent: true })).status, "AlreadyExists");
 });
 
+Deno.test("sim: a replacement whose reset hid its success is refused when retried", async () => {
+  const sim = new SimStore({ seed: 5 });
+  await sim.put("owner", bytes("agent a, nonce 1"));
+  const { version } = await sim.head("owner");
+  assert.equal(version, sim.objects.get("owner")?.version, "the oracle shows the version");
+  sim.setFaults({ resetRate: 1 });
+  // Reset replacements until one took effect before its connection reset.
+  for (let i = 0; sim.objects.get("owner")?.version === version; i++) {
+    assert.ok(i < 20, "some reset applies the write");
+    await assert.rejects(
+      sim.put("owner", bytes("agent b, nonce 2"), { ifMatch: version }),
+      (err: unknown) => (err as StoreError).detail.code === "ECONNRESET",
+    );
+  }
+  sim.setFaults({ resetRate: 0 });
+  // The retry finds the version moved on, by its own write: callers read the object back.
+  await assert.rejects(
+    sim.put("owner", bytes("agent b, nonce 2"), { ifMatch: version }),
+    (err: unknown) => err instanceof StoreError && err.kind === "PreconditionFailed",
+  );
+  assert.deepEqual((await sim.get("owner")).bytes, bytes("agent b, nonce 2"));
+});
+
 Deno.test("sim: latency and slow bodies wait on the injected clock", async () => {
   const clock = new InstantClock(0);
   const sim = new SimStore({ clock, faults: { latencyMs: [10, 20] } });

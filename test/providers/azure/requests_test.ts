@@ -65,6 +65,13 @@ Deno.test("azure requests: Put Blob sets the blob type, a content type and If-No
   );
 });
 
+Deno.test("azure requests: a replacement sends If-Match with the ETag as Azure sent it", () => {
+  const put = req.putBlob(cloud, "owner", new Uint8Array(1), { ifMatch: '"0x8DC5A1B2C3D4E5F"' });
+  assert.equal(put.headers["if-match"], '"0x8DC5A1B2C3D4E5F"');
+  assert.equal(put.headers["if-none-match"], undefined);
+  assert.equal(req.putBlob(cloud, "owner", new Uint8Array(1)).headers["if-match"], undefined);
+});
+
 Deno.test("azure requests: metadata names become C# identifiers and come back unchanged", () => {
   fc.assert(fc.property(fc.stringMatching(/^[a-z-][a-z0-9-]{0,20}$/), (name) => {
     const encoded = req.encodeMetadataName(name, "put");

@@ -8,6 +8,7 @@ import {
   parseErrorInfo,
   parseListBlobs,
   parseProperties,
+  replaceRefusal,
 } from "../../../providers/azure/responses.ts";
 import { totalFromContentRange } from "../../../providers/http.ts";
 import { StoreError } from "../../../providers/types.ts";
@@ -127,6 +128,39 @@ Deno.test("azure responses: error kinds by code, then by status", () => {
   for (const [code, status, kind] of cases) assert.equal(errorKind(code, status), kind, code);
 });
 
+Deno.test("azure responses: a refused If-Match Put Blob is PreconditionFailed", () => {
+  // Azurite 3.35's answer to If-Match with a stale ETag and on a missing blob alike.
+  const azurite = bytes(
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Error>\n  <Code>ConditionNotMet</Code>\n' +
+      "  <Message>The condition specified using HTTP conditional header(s) is not met.\n" +
+      "RequestId:50763048-ff90-48fe-83c4-892b4b3e0ea9\nTime:2026-12-01T23:23:44.125Z</Message>\n</Error>",
+  );
+  const headers = (code: string) => new Headers({ "x-ms-error-code": code });
+  const stale = replaceRefusal(parseErrorInfo(412, headers("ConditionNotMet"), azurite), "owner");
+  assert.equal(stale?.kind, "PreconditionFailed");
+  assert.equal(stale.detail.code, "ConditionNotMet");
+  assert.doesNotMatch(stale.message, /RequestId/);
+  // Azure's own answer for a missing blob may be 404 BlobNotFound: nothing to replace.
+  const absent = replaceRefusal(
+    parseErrorInfo(404, headers("BlobNotFound"), new Uint8Array()),
+    "owner",
+  );
+  assert.equal(absent?.kind, "PreconditionFailed");
+  assert.match(absent.message, /no blob to replace/);
+  for (
+    const [status, code] of [[404, "ContainerNotFound"], [409, "LeaseIdMissing"], [
+      503,
+      "ServerBusy",
+    ]] as const
+  ) {
+    assert.equal(
+      replaceRefusal(parseErrorInfo(status, headers(code), new Uint8Array()), "k"),
+      undefined,
+      code,
+    );
+  }
+});
+
 Deno.test("azure responses: blob properties, metadata names decoded back", () => {
   const headers = new Headers({
     "content-length": "4321",
@@ -142,6 +176,7 @@ Deno.test("azure responses: blob properties, metadata names decoded back", () =>
     key: "k",
     size: 4321,
     etag: "0x8DC",
+    version: '"0x8DC"',
     lastModified: new Date("2024-03-01T12:00:00Z"),
     metadata: { "end-offset": "1041", "xxh3-128": "0123", format: "iggy-0.9" },
   });

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { AzureStore, type AzureStoreOptions } from "../../../providers/azure/store.ts";
 import { blockId } from "../../../providers/azure/requests.ts";
+import { listBounded } from "../../../providers/listing.ts";
 import type { FetchFn } from "../../../providers/http.ts";
 import type { StoreErrorKind } from "../../../providers/types.ts";
 import { assertNoLeak, type FakeHandler, recordingFetch, rejectsWithCode } from "../_faults.ts";
@@ -54,6 +55,7 @@ Deno.test("azure faults: requests are signed with SharedKey and the date header"
   assert.deepEqual(await store.put("a b/c", new Uint8Array([1])), {
     status: "Created",
     etag: "0x1",
+    version: '"0x1"',
   });
   const [put] = seen;
   assert.equal(put.url, "http://azure.test:10000/acct/tier/a%20b/c");
@@ -84,6 +86,41 @@ Deno.test("azure faults: a SAS token goes on every URL and no Authorization head
   assert.equal(store.auth, "sas");
   assertNoSecrets(store);
   assertNoSecrets(JSON.stringify(store));
+});
+
+Deno.test("azure faults: If-Match — 412 ConditionNotMet and 404 BlobNotFound are PreconditionFailed", async () => {
+  const ok = fakeAzure(() => new Response(null, { status: 201, headers: { etag: '"0x2"' } }));
+  assert.deepEqual(await ok.store.put("k", new Uint8Array(1), { ifMatch: '"0x1"' }), {
+    status: "Created",
+    etag: "0x2",
+    version: '"0x2"',
+  });
+  assert.equal(ok.seen[0].headers["if-match"], '"0x1"', "the ETag exactly as Azure sent it");
+  const stale = fakeAzure(() => azureError(412, "ConditionNotMet"));
+  await rejectsWith(
+    stale.store.put("k", new Uint8Array(1), { ifMatch: '"0x1"' }),
+    "PreconditionFailed",
+    "ConditionNotMet",
+  );
+  const absent = fakeAzure(() => azureError(404, "BlobNotFound"));
+  await rejectsWith(
+    absent.store.put("k", new Uint8Array(1), { ifMatch: '"0x1"' }),
+    "PreconditionFailed",
+    "BlobNotFound",
+  );
+  const noContainer = fakeAzure(() => azureError(404, "ContainerNotFound"));
+  await rejectsWith(
+    noContainer.store.put("k", new Uint8Array(1), { ifMatch: '"0x1"' }),
+    "NotFound",
+    "ContainerNotFound",
+  );
+  // Without If-Match a 404 BlobNotFound on a put keeps its kind.
+  await rejectsWith(absent.store.put("k", new Uint8Array(1)), "NotFound", "BlobNotFound");
+  await assert.rejects(
+    ok.store.put("k", new Uint8Array(1), { ifAbsent: true, ifMatch: '"0x1"' }),
+    RangeError,
+  );
+  assert.equal(ok.seen.length, 1, "nothing sent for contradictory conditions");
 });
 
 Deno.test("azure faults: If-None-Match on an existing blob is AlreadyExists (409 or 412)", async () => {
@@ -320,4 +357,30 @@ Deno.test("azure faults: completing an upload whose marker is gone is NotFound (
     "NotFound",
     "NoSuchUpload",
   );
+});
+
+Deno.test("azure faults: a NextMarker that loops ends a listing with ListingLoop", async () => {
+  // Past 50 requests a 500: a listing that never ends fails the test instead of hanging it.
+  const looping = (_request: unknown, n: number) =>
+    n > 50 ? azureError(500, "InternalError") : new Response(
+      `<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs><Blob>` +
+        `<Name>.tierd-multipart/p/k/${n}</Name><Properties><Content-Length>0</Content-Length>` +
+        `</Properties></Blob></Blobs><NextMarker>again</NextMarker></EnumerationResults>`,
+      { headers: { "content-type": "application/xml" } },
+    );
+  const { store, seen } = fakeAzure(looping);
+  const err = await rejectsWith(store.listMultipartUploads("p/"), "Malformed", "ListingLoop");
+  assert.ok(
+    err.message.startsWith(
+      `azure ${store.endpoint} container 'tier': listMultipartUploads of prefix ` +
+        `".tierd-multipart/p/" stopped after 2 pages`,
+    ),
+    err.message,
+  );
+  assert.equal(seen.length, 2);
+  assert.equal(new URL(seen[1].url).searchParams.get("marker"), "again");
+
+  const listed = fakeAzure(looping);
+  await rejectsWith(listBounded(listed.store, "p/"), "Malformed", "ListingLoop");
+  assert.equal(listed.seen.length, 2);
 });

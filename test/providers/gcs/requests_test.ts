@@ -38,6 +38,24 @@ Deno.test("gcs requests: without metadata a media upload, the name in the query"
   assert.equal(put.body, body);
 });
 
+Deno.test("gcs requests: a replacement names the generation in ifGenerationMatch", () => {
+  const put = req.insertObject(cloud, "owner", new Uint8Array(1), { ifMatch: "1709294400123456" });
+  assert.equal(
+    put.url,
+    "https://storage.googleapis.com/upload/storage/v1/b/tier/o?uploadType=media&name=owner&ifGenerationMatch=1709294400123456",
+  );
+  // `ifGenerationMatch=0` would create the object where there is none: never from ifMatch.
+  for (const bad of ["0", "", "-1", "12a", '"abc"', "007"]) {
+    assert.throws(
+      () => req.insertObject(cloud, "owner", new Uint8Array(1), { ifMatch: bad }),
+      RangeError,
+      bad,
+    );
+    assert.equal(req.isGeneration(bad), false, bad);
+  }
+  assert.equal(req.isGeneration("1"), true);
+});
+
 Deno.test("gcs requests: with metadata a multipart/related upload carrying name, type and metadata", () => {
   const media = new TextEncoder().encode("segment bytes");
   const put = req.insertObject(cloud, "a/b.log", media, {

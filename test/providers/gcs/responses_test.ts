@@ -4,10 +4,12 @@
 import assert from "node:assert/strict";
 import {
   errorKind,
+  generationOf,
   listPage,
   parseErrorInfo,
   parseList,
   parseObject,
+  replaceRefusal,
 } from "../../../providers/gcs/responses.ts";
 import { StoreError } from "../../../providers/types.ts";
 
@@ -142,4 +144,43 @@ Deno.test("gcs responses: error kinds by reason, then by status", () => {
     ["invalid", 400, "Unsupported"],
   ];
   for (const [code, status, kind] of cases) assert.equal(errorKind(code, status), kind, code);
+});
+
+Deno.test("gcs responses: a refused ifGenerationMatch upload is PreconditionFailed", () => {
+  // fake-gcs-server 1.56.1's answer to a stale generation and to a missing object alike.
+  const fake = bytes(
+    '{"error":{"code":412,"message":"Precondition failed","errors":[{"domain":"global","reason":"conditionNotMet","message":"Precondition failed"}]}}',
+  );
+  const stale = replaceRefusal(parseErrorInfo(412, fake), "owner");
+  assert.equal(stale?.kind, "PreconditionFailed");
+  assert.equal(stale.detail.code, "conditionNotMet");
+  // GCS's documented shape for a missing object, should an upload ever answer 404.
+  const missing = bytes({
+    error: {
+      code: 404,
+      message: "No such object: tier/owner",
+      errors: [{ message: "No such object: tier/owner", domain: "global", reason: "notFound" }],
+    },
+  });
+  const absent = replaceRefusal(parseErrorInfo(404, missing), "owner");
+  assert.equal(absent?.kind, "PreconditionFailed");
+  assert.equal(absent.detail.status, 404);
+  assert.match(absent.message, /no object to replace/);
+  const noBucket = bytes({
+    error: {
+      code: 404,
+      message: "The specified bucket does not exist.",
+      errors: [{ message: "The specified bucket does not exist.", reason: "notFound" }],
+    },
+  });
+  assert.equal(replaceRefusal(parseErrorInfo(404, noBucket), "owner"), undefined);
+  assert.equal(replaceRefusal(parseErrorInfo(503, new Uint8Array()), "owner"), undefined);
+});
+
+Deno.test("gcs responses: a media download's generation", () => {
+  assert.equal(
+    generationOf(new Headers({ "x-goog-generation": "1709294400123456" })),
+    "1709294400123456",
+  );
+  assert.equal(generationOf(new Headers()), undefined);
 });

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { checksumOf } from "../../../providers/checksum.ts";
 import { NoTokenSource, type TokenSource } from "../../../providers/gcs/credentials.ts";
 import { GcsStore, type GcsStoreOptions } from "../../../providers/gcs/store.ts";
+import { listBounded } from "../../../providers/listing.ts";
 import type { StoreErrorKind } from "../../../providers/types.ts";
 import { assertNoLeak, type FakeHandler, recordingFetch, rejectsWithCode } from "../_faults.ts";
 
@@ -65,7 +66,11 @@ function assertNoTokens(value: unknown): void {
 
 Deno.test("gcs faults: requests carry the bearer token; none without one", async () => {
   const { store, seen } = fakeGcs(() => object("k"));
-  assert.deepEqual(await store.put("k", new Uint8Array(3)), { status: "Created", etag: "E1" });
+  assert.deepEqual(await store.put("k", new Uint8Array(3)), {
+    status: "Created",
+    etag: "E1",
+    version: "1001",
+  });
   assert.equal(seen[0].headers["authorization"], `Bearer ${TOKEN_PREFIX}1`);
   // With its CRC-32C in the resource: a multipart/related body of the exact length sent.
   assert.equal(seen[0].headers["content-length"], String(seen[0].body?.byteLength));
@@ -90,6 +95,46 @@ Deno.test("gcs faults: a 401 refreshes the token once out of band; a second 401 
   const err = await rejectsWith(always.store.list("p/"), "Auth", "authError");
   assert.equal(always.seen.length, 2, "one retry, not a loop");
   assert.match(err.message, /test tokens was not accepted/);
+});
+
+Deno.test("gcs faults: a replacement names its generation; 412 and 404 are PreconditionFailed", async () => {
+  const ok = fakeGcs(() => object("k", { generation: "1002" }));
+  assert.deepEqual(await ok.store.put("k", new Uint8Array(1), { ifMatch: "1001" }), {
+    status: "Created",
+    etag: "E1",
+    version: "1002",
+  });
+  assert.match(ok.seen[0].url, /[?&]ifGenerationMatch=1001(&|$)/);
+  const stale = fakeGcs(() => gcsError(412, "conditionNotMet", "Precondition failed"));
+  await rejectsWith(
+    stale.store.put("k", new Uint8Array(1), { ifMatch: "1001" }),
+    "PreconditionFailed",
+    "conditionNotMet",
+  );
+  const absent = fakeGcs(() => gcsError(404, "notFound", "No such object: tier/k"));
+  await rejectsWith(
+    absent.store.put("k", new Uint8Array(1), { ifMatch: "1001" }),
+    "PreconditionFailed",
+    "notFound",
+  );
+  // Not a generation (another store's version, `0`): no object has it, nothing is sent.
+  for (const version of ["0", '"0x1"', "e1f2"]) {
+    await rejectsWith(
+      ok.store.put("k", new Uint8Array(1), { ifMatch: version }),
+      "PreconditionFailed",
+      "conditionNotMet",
+    );
+  }
+  await assert.rejects(
+    ok.store.put("k", new Uint8Array(1), { ifAbsent: true, ifMatch: "1001" }),
+    RangeError,
+  );
+  assert.equal(ok.seen.length, 1);
+  // A media download's x-goog-generation is the version a GET reports.
+  const read = fakeGcs(() =>
+    new Response(new Uint8Array(3), { headers: { "x-goog-generation": "1001" } })
+  );
+  assert.equal((await read.store.get("k")).version, "1001");
 });
 
 Deno.test("gcs faults: ifGenerationMatch=0 on an existing object is AlreadyExists (put and compose)", async () => {
@@ -274,4 +319,28 @@ Deno.test("gcs faults: names GCS cannot hold are refused before any request", as
   // Deep keys are fine for a put, but too long for the staged part names of a multipart upload.
   await rejectsWith(store.createMultipart("y".repeat(1000)), "Unsupported", "InvalidKey");
   assert.equal(seen.length, 0);
+});
+
+Deno.test("gcs faults: a nextPageToken that loops ends a listing with ListingLoop", async () => {
+  // Past 50 requests a 500: a listing that never ends fails the test instead of hanging it.
+  const looping = (_request: unknown, n: number) =>
+    n > 50 ? gcsError(500, "backendError") : Response.json({
+      items: [{ name: `.tierd-multipart/p/k/${n}`, generation: "1", size: "0" }],
+      nextPageToken: "again",
+    });
+  const { store, seen } = fakeGcs(looping);
+  const err = await rejectsWith(store.listMultipartUploads("p/"), "Malformed", "ListingLoop");
+  assert.ok(
+    err.message.startsWith(
+      `gcs ${store.endpoint} bucket 'tier': listMultipartUploads of prefix ".tierd-multipart/p/" ` +
+        "stopped after 2 pages",
+    ),
+    err.message,
+  );
+  assert.equal(seen.length, 2);
+  assert.equal(new URL(seen[1].url).searchParams.get("pageToken"), "again");
+
+  const listed = fakeGcs(looping);
+  await rejectsWith(listBounded(listed.store, "p/"), "Malformed", "ListingLoop");
+  assert.equal(listed.seen.length, 2);
 });

@@ -108,6 +108,22 @@ Deno.test("requests: put carries metadata, content type and If-None-Match", () =
   assert.deepEqual(part.query, [["partNumber", "7"], ["uploadId", "up/1="]]);
 });
 
+Deno.test("requests: a replacement sends If-Match with the version quoted", () => {
+  const loc = resolveLocation({
+    endpoint: "http://h:9000",
+    region: "r",
+    bucket: "b",
+    urlStyle: "path",
+  });
+  const put = putObject(loc, "owner", new Uint8Array(3), {
+    ifMatch: "9b2cf535f27731c974343645a3985328",
+  });
+  assert.deepEqual(put.headers, { "if-match": '"9b2cf535f27731c974343645a3985328"' });
+  const quoted = putObject(loc, "owner", new Uint8Array(3), { ifMatch: '"abc-2"' });
+  assert.equal(quoted.headers["if-match"], '"abc-2"', "a version given quoted is not quoted twice");
+  assert.equal(putObject(loc, "owner", new Uint8Array(3)).headers["if-match"], undefined);
+});
+
 Deno.test("requests: ListObjectsV2 and ListMultipartUploads queries", () => {
   const loc = resolveLocation({
     endpoint: "http://h:9000",

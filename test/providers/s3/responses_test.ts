@@ -10,6 +10,7 @@ import {
   parseInitiateMultipart,
   parseListMultipartUploads,
   parseListObjectsV2,
+  replaceRefusal,
   s3Error,
   S3ErrorInfo,
 } from "../../../providers/s3/responses.ts";
@@ -159,6 +160,34 @@ Deno.test("responses: every recorded error code maps to its kind", () => {
   }
 });
 
+Deno.test("responses: a refused If-Match put is PreconditionFailed, absent key included", () => {
+  const refused = (name: string, status: number) =>
+    replaceRefusal(parseErrorInfo(status, new Headers(), fixture(name)), "owner");
+  // Recorded from the pinned MinIO: PutObject with If-Match on a key with another ETag, and on
+  // a missing key (AWS answers the same: 404 NoSuchKey, nothing to replace).
+  const changed = refused("minio-error-if-match-precondition-failed.xml", 412);
+  assert.equal(changed?.kind, "PreconditionFailed");
+  assert.equal(changed.detail.code, "PreconditionFailed");
+  const absent = refused("minio-error-if-match-no-such-key.xml", 404);
+  assert.equal(absent?.kind, "PreconditionFailed");
+  assert.equal(absent.detail.code, "NoSuchKey");
+  assert.equal(absent.detail.status, 404);
+  assert.match(absent.message, /^put owner: 404 NoSuchKey: .*no object to replace/);
+  assert.ok(absent.cause instanceof S3ErrorInfo);
+  // Not about the condition: the usual mapping decides.
+  assert.equal(refused("minio-error-no-such-bucket.xml", 404), undefined);
+  assert.equal(refused("aws-error-conditional-request-conflict.xml", 409), undefined);
+  assert.equal(refused("aws-error-access-denied.xml", 403), undefined);
+  const bodiless = replaceRefusal(parseErrorInfo(412, new Headers(), new Uint8Array(0)), "k");
+  assert.equal(bodiless?.kind, "PreconditionFailed");
+  const secret = replaceRefusal(
+    new S3ErrorInfo("NoSuchKey", "no key SECRET", 404),
+    "k",
+    { redact: (t) => t.replaceAll("SECRET", "[redacted]") },
+  );
+  assert.doesNotMatch(`${secret?.message} ${(secret?.cause as Error).message}`, /SECRET/);
+});
+
 Deno.test("responses: region and endpoint hints, entity-decoded messages", () => {
   const aws = parseErrorInfo(
     400,
@@ -221,6 +250,7 @@ Deno.test("responses: HEAD headers and Content-Range", () => {
     key: "k",
     size: 4321,
     etag: "abc",
+    version: "abc",
     lastModified: new Date("2013-05-24T00:00:00Z"),
     metadata: { "end-offset": "1041", format: "iggy-0.9" },
   });

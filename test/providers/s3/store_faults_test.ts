@@ -192,6 +192,50 @@ Deno.test("s3 faults: 409 ConditionalRequestConflict is retried, then 412 means 
   assert.equal(stuck.seen.length, 4, "three retries, then the error goes to the retry layer");
 });
 
+Deno.test("s3 faults: If-Match — 412 and 404 NoSuchKey are PreconditionFailed, 409 is retried first", async () => {
+  const clock = new FakeClock(NOW.getTime());
+  const run = <T>(p: Promise<T>) => clock.runUntil(p, { maxStepMs: Infinity });
+  const replace = (answer: () => Response) => {
+    const fake = fakeS3(answer, { clock });
+    const put = fake.store.put("owner", new Uint8Array(1), { ifMatch: "e1" });
+    return { put: run(put), seen: fake.seen };
+  };
+  const ok = replace(() => new Response(null, { status: 200, headers: { etag: '"e2"' } }));
+  assert.deepEqual(await ok.put, { status: "Created", etag: "e2", version: "e2" });
+  assert.equal(ok.seen[0].headers["if-match"], '"e1"');
+  assert.equal(ok.seen[0].headers["if-none-match"], undefined);
+  const stale = replace(() => xml(s3ErrorBody("PreconditionFailed"), 412));
+  await rejectsWith(stale.put, "PreconditionFailed", (e) => assert.equal(e.detail.status, 412));
+  const absent = replace(() => xml(s3ErrorBody("NoSuchKey"), 404));
+  await rejectsWith(
+    absent.put,
+    "PreconditionFailed",
+    (e) => assert.equal(e.detail.code, "NoSuchKey"),
+  );
+  const noBucket = replace(() => xml(s3ErrorBody("NoSuchBucket"), 404));
+  await rejectsWith(noBucket.put, "NotFound");
+  // A concurrent conditional write: retried here, and the retry learns the other write won.
+  const conflict = fakeS3(
+    (_req, n) =>
+      n === 1
+        ? xml(s3ErrorBody("ConditionalRequestConflict"), 409)
+        : xml(s3ErrorBody("PreconditionFailed"), 412),
+    { clock },
+  );
+  await rejectsWith(
+    run(conflict.store.put("owner", new Uint8Array(1), { ifMatch: "e1" })),
+    "PreconditionFailed",
+  );
+  assert.equal(conflict.seen.length, 2);
+  // Both conditions at once: refused before anything is sent.
+  const both = fakeS3(() => new Response(null, { status: 200 }));
+  await assert.rejects(
+    both.store.put("owner", new Uint8Array(1), { ifAbsent: true, ifMatch: "e1" }),
+    RangeError,
+  );
+  assert.equal(both.seen.length, 0);
+});
+
 Deno.test("s3 faults: ranged GET — 206, a 200 for the whole object, 416", async () => {
   const object = new TextEncoder().encode("0123456789");
   const partial = fakeS3((req) => {
@@ -260,6 +304,7 @@ Deno.test("s3 faults: what is sent — signed headers, bare bodies with Content-
   assert.deepEqual(await store.put("dir/a b+c.log", body, { metadata: { "end-offset": "9" } }), {
     status: "Created",
     etag: "abc",
+    version: "abc",
   });
   const [put] = seen;
   assert.equal(put.url, "http://s3.test:9000/bucket/dir/a%20b%2Bc.log");
@@ -428,6 +473,7 @@ Deno.test("s3 faults: conditionalComplete 'head' looks before completing, for st
   assert.deepEqual(await free.store.completeMultipart("k", "u", parts, { ifAbsent: true }), {
     status: "Created",
     etag: "e-1",
+    version: "e-1",
   });
   assert.deepEqual(free.seen.map((r) => r.method), ["HEAD", "POST"]);
   assert.equal(free.seen[1].headers["if-none-match"], undefined);
