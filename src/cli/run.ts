@@ -25,6 +25,12 @@ import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
+import { RetryingStore } from "../../providers/retrying_store.ts";
+import { KeySpaceMismatch, openLease } from "../ownership/claim.ts";
+import { fencedStore } from "../ownership/fenced_store.ts";
+import { IdentityError } from "../ownership/identity.ts";
+import { type KeySpaceLease, KeySpaceOwned } from "../ownership/lease.ts";
+import { OwnerRecordError } from "../ownership/owner_record.ts";
 import type { Config } from "../config/schema.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
 import { agentView } from "../runtime/agent_view.ts";
@@ -46,14 +52,21 @@ export const runCommand: Command = {
     description: "Runs the agent beside the broker: copies sealed segments to the store, evicts\n" +
       "under the topics' local retention, applies total retention, and serves the HTTP API on\n" +
       "agent.listen until SIGTERM or SIGINT. Refuses to start (exit 2) when agent.data_dir does\n" +
-      "not exist or holds no streams/. With --once, progress goes to stderr: one rewritten line\n" +
-      "on a terminal, else one line per copied segment.",
+      "not exist or holds no streams/, and when another agent owns the key space\n" +
+      "{prefix}/{cluster_id}/ (the line names it, its host and when it last wrote). Stops\n" +
+      "(exit 2) when another agent takes the key space over. With --once, progress goes to\n" +
+      "stderr: one rewritten line on a terminal, else one line per copied segment.",
     flags: {
       config: CONFIG_FLAG,
       once: {
         type: "boolean",
         help: "one full pass (discover, copy, clean dangling, evict, retention, housekeeping), " +
           "then exit: 0 if it completed, 1 otherwise",
+      },
+      "take-over": {
+        type: "boolean",
+        help: "become the owner of the key space even though another agent owns it (this " +
+          "host replaces it, or its state dir was lost): that agent is fenced and stops writing",
       },
     },
   },
@@ -85,25 +98,80 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
       return 1;
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
-    if (values.once) return await runOnce(ctx, store, opened.prefix);
-    return await runAgent(ctx, store, opened, registry, metrics);
+    const refused = (err: unknown) => {
+      if (
+        err instanceof KeySpaceOwned || err instanceof KeySpaceMismatch ||
+        err instanceof IdentityError || err instanceof OwnerRecordError
+      ) {
+        console.error(ctx.scrub(`tierd: ${err.message}`));
+        return true;
+      }
+      return false;
+    };
+    let lease: KeySpaceLease;
+    try {
+      ({ lease } = await openLease({
+        stateDir: config.agent.state_dir,
+        keySpace: { prefix: opened.prefix, clusterId: config.agent.cluster_id },
+        store: new RetryingStore(store, {
+          clock: systemClock,
+          maxBackoffMs: config.tiered_storage.upload_loop_backoff_max,
+        }),
+        describe: opened.describe,
+        clock: systemClock,
+        logger,
+        takeOver: values["take-over"] === true,
+      }));
+    } catch (err) {
+      if (refused(err)) return 2;
+      throw err;
+    }
+    try {
+      await lease.claim();
+    } catch (err) {
+      if (refused(err)) return 2;
+      // The store refused or did not answer: `run --once` fails; the agent starts, serves
+      // reads and claims the key space before its first write (nothing is written till then).
+      if (values.once) throw err;
+      logger.error("cannot claim the key space now; nothing is written until it is claimed", {
+        err,
+      });
+    }
+    // Every write and delete of the worker proves first that the key space is still ours.
+    const fenced = fencedStore(store, lease);
+    if (values.once) return await runOnce(ctx, fenced, opened, lease);
+    return await runAgent(ctx, { store, fenced }, opened, registry, metrics, lease);
   } finally {
     await opened.store.close?.();
   }
 }
 
-async function runOnce(ctx: CommandContext, store: ObjectStore, prefix: string): Promise<number> {
+async function runOnce(
+  ctx: CommandContext,
+  store: ObjectStore,
+  opened: { prefix: string; describe: string },
+  lease: KeySpaceLease,
+): Promise<number> {
   const copies = await copyProgress(ctx);
+  const root = Deadline.after(Infinity, undefined, { clock: systemClock });
+  lease.onFenced((err) => root.cancel(err));
   const worker = new TierWorker({
     config: ctx.config,
     store,
-    prefix,
+    prefix: opened.prefix,
+    describe: opened.describe,
     logger: ctx.logger,
+    root,
     pacer: new OpClassPacer(),
     observer: copies.observer,
+    owner: lease,
   });
   try {
     const report = await worker.pass();
+    if (lease.fenced) {
+      console.error(ctx.scrub(`tierd: ${lease.fenced.message}`));
+      return 2;
+    }
     // One housekeeping run too (manifests, verify, sweeps), whatever the agent's load.
     const housekeeping = await worker.housekeep({ force: true }) ?? [];
     report.errors.push(...housekeeping.flatMap((j) => j.errors));
@@ -184,12 +252,14 @@ async function copyProgress(
 
 async function runAgent(
   ctx: CommandContext,
-  store: ObjectStore,
+  stores: { store: ObjectStore; fenced: ObjectStore },
   opened: { prefix: string; describe: string },
   registry: Registry,
   metrics: ReturnType<typeof createTierdMetrics>,
+  lease: KeySpaceLease,
 ): Promise<number> {
   const { config, logger } = ctx;
+  const { store } = stores;
   const clock = systemClock;
   // Every store call of the worker runs under this deadline: a stop signal cancels them all.
   const root = Deadline.after(Infinity, undefined, { clock });
@@ -204,6 +274,8 @@ async function runAgent(
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // Another agent took the key space over: nothing more is written; the agent stops (exit 2).
+  lease.onFenced(() => onSignal("key space taken over"));
   // SIGHUP re-reads the config: topic retention and per-pass settings apply live.
   process.on("SIGHUP", () => void reloadConfig(ctx.configPath, config, logger));
   const progress = new CopyProgress(clock);
@@ -213,7 +285,9 @@ async function runAgent(
   const metered = meter.wrap(store);
   const worker = new TierWorker({
     config,
-    store: metered,
+    store: meter.wrap(stores.fenced),
+    owner: lease,
+    describe: opened.describe,
     prefix: opened.prefix,
     logger,
     clock,
@@ -316,6 +390,10 @@ async function runAgent(
         logger.info("first pass done");
       },
     });
+    if (lease.fenced) {
+      console.error(ctx.scrub(`tierd: ${lease.fenced.message}`));
+      return 2;
+    }
     return 0;
   } finally {
     await worker.close();

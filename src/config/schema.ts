@@ -76,7 +76,13 @@ export interface AgentConfig {
   state_dir: string;
   /** Where the HTTP API, metrics and status page listen, `host:port`. @default "127.0.0.1:7070" */
   listen: string;
-  /** The second segment of every object key; one per broker cluster. @default "local" */
+  /**
+   * The key space `{prefix}/{cluster_id}/` this broker's objects go to: the second segment of
+   * every object key. A key space has one owner (`owner.json` in it): an agent that finds it
+   * owned by another refuses to start, so each broker sharing a bucket and prefix needs its own.
+   * The key space is recorded in `{state_dir}/agent.json` at the first start; a config that later
+   * names another is refused. @default "local"
+   */
   cluster_id: string;
   /** The broker's segment format; `auto` detects it per partition. @default "auto" */
   format: SegmentFormat;
@@ -121,9 +127,13 @@ export interface HousekeepingConfig {
   idle_threshold_rps: number;
   /** Store requests one housekeeping run may spend. @default 5000 */
   request_quota: number;
-  /** Time between sweeps for objects of vanished partitions; `"unlimited"` = never. @default 1 h */
+  /**
+   * Time between sweeps of what this agent retired (a recreated topic's old incarnation, a
+   * purged partition's old generation); nothing else is ever swept. `"unlimited"` = never.
+   * @default 1 h
+   */
   orphan_sweep_interval: number;
-  /** How long a partition incarnation must be gone before its objects are swept. @default 1 d */
+  /** How long after it was retired an incarnation or generation is swept. @default 1 d */
   orphan_grace: number;
   /** Time between `manifest.json` rewrites per partition. @default 60 s */
   manifest_upload_interval: number;

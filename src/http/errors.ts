@@ -4,7 +4,9 @@ import {
   CacheFull,
   FetchTimeout,
   OffsetBelowRetention,
+  OffsetInGap,
   OffsetPastEnd,
+  PartitionRebuilding,
   ReadError,
   SegmentCorrupt,
   StoreUnavailable,
@@ -13,7 +15,7 @@ import { ParamError } from "../read/params.ts";
 import { ReadBudgetExceeded } from "../read/read_budget.ts";
 
 /** Statuses the API answers errors with. */
-export type ApiErrorStatus = 400 | 401 | 403 | 404 | 416 | 500 | 502 | 503;
+export type ApiErrorStatus = 400 | 401 | 403 | 404 | 410 | 416 | 500 | 502 | 503;
 
 /** An API failure: status, machine-readable code, human message and extra response headers. */
 export class ApiError extends Error {
@@ -44,34 +46,36 @@ export class ApiError extends Error {
  * | UnknownPartition | 404 | unknown_partition |
  * | OffsetPastEnd | 404 | offset_past_end |
  * | OffsetBelowRetention | 416 | offset_below_retention |
+ * | OffsetInGap | 410 + x-tierd-gap | offset_gap |
  * | RemoteObjectMissing | 500 | remote_object_missing |
  * | SegmentCorrupt (local) | 500 | local_data_corrupt |
  * | SegmentCorrupt (remote) | 502 | remote_data_corrupt |
  * | StoreFailed | 502 | store_failed |
- * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded | 503 + Retry-After | store_unavailable, fetch_timeout, cache_full, read_budget_exceeded |
+ * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded, PartitionRebuilding | 503 + Retry-After | store_unavailable, fetch_timeout, cache_full, read_budget_exceeded, partition_rebuilding |
  * | anything else | 500 | internal |
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ParamError) return new ApiError(400, "bad_parameter", err.message);
   if (err instanceof ReadError) {
+    const retry = err instanceof StoreUnavailable || err instanceof FetchTimeout ||
+      err instanceof CacheFull || err instanceof ReadBudgetExceeded ||
+      err instanceof PartitionRebuilding;
     const status: ApiErrorStatus = err instanceof OffsetBelowRetention
       ? 416
+      : err instanceof OffsetInGap
+      ? 410
       : err instanceof OffsetPastEnd || err.code === "unknown_partition"
       ? 404
-      : err instanceof StoreUnavailable || err instanceof FetchTimeout ||
-          err instanceof CacheFull ||
-          err instanceof ReadBudgetExceeded
+      : retry
       ? 503
       : err.code === "store_failed" || (err instanceof SegmentCorrupt && err.where === "remote")
       ? 502
       : 500;
     const headers: Record<string, string> = {};
-    if (
-      err instanceof StoreUnavailable || err instanceof CacheFull || err instanceof FetchTimeout ||
-      err instanceof ReadBudgetExceeded
-    ) {
-      headers["retry-after"] = String(err.retryAfterSeconds);
+    if (retry) headers["retry-after"] = String(Math.max(1, Math.ceil(err.retryAfterSeconds)));
+    if (err instanceof OffsetInGap) {
+      headers["x-tierd-gap"] = `${err.gap.from}-${err.gap.to ?? ""}`;
     }
     return new ApiError(status, err.code, err.message, headers);
   }

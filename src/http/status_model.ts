@@ -90,7 +90,7 @@ export interface AgentView {
 
 /** One problem of a partition or topic, shown in red (`bad`) or amber (`warn`). */
 export interface Problem {
-  kind: "stalled" | "blocked" | "damaged" | "failed" | "error" | "rebuilt";
+  kind: "stalled" | "blocked" | "damaged" | "failed" | "error" | "rebuilt" | "hole" | "opening";
   severity: "bad" | "warn";
   reason: string;
 }
@@ -215,6 +215,22 @@ export function partitionProblems(p: PartitionSummary, work?: PartitionWork): Pr
       reason: `state cannot be opened: ${p.health.detail ?? "unknown error"}`,
     });
   }
+  if (p.health?.state === "opening") {
+    out.push({
+      kind: "opening",
+      severity: "warn",
+      reason: `${p.health.detail ?? "opening"}; its reads answer 503 (retry) until it is open`,
+    });
+  }
+  for (const h of p.holes) {
+    out.push({
+      kind: "hole",
+      severity: "bad",
+      reason: `the bucket lacks offsets ${h.from}..${h.to ?? "?"} (${h.reason}): reads answer ` +
+        "them as a gap and nothing after them is evicted. Repair the object and run tierd " +
+        "restore again, or record the loss with tierd restore --accept-holes",
+    });
+  }
   if (work?.storeUnreachable && (work.pending > 0 || p.copyLag.segments > 0)) {
     const first = work.errors[0];
     out.push({
@@ -271,7 +287,7 @@ export function partitionJson(p: PartitionSummary, agent?: AgentView): Partition
   };
 }
 
-const STATE_RANK: Record<string, number> = { ok: 0, rebuilt: 1, failed: 2 };
+const STATE_RANK: Record<string, number> = { ok: 0, rebuilt: 1, opening: 2, failed: 3 };
 
 function topicsOf(partitions: readonly PartitionJson[], agent?: AgentView): TopicJson[] {
   const topics = new Map<string, TopicJson>();

@@ -20,6 +20,8 @@ export interface PartitionView {
   first?: bigint;
   /** The broker's current (last) offset; 0 from a 0.8 broker that answered no message. */
   current: bigint;
+  /** True when it was asked of the broker for this call (not reused from an earlier one). */
+  fresh: boolean;
 }
 
 /** A poll answered by the broker, its messages as JSON texts. */
@@ -72,7 +74,7 @@ export class ClientCalls {
   readonly #upstream: Upstream;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  readonly #probes = new Map<string, { at: number; view: PartitionView }>();
+  readonly #probes = new Map<string, { at: number; view: Omit<PartitionView, "fresh"> }>();
 
   /**
    * @param ttlMs how long a probe's answer is reused for the same token and partition
@@ -105,23 +107,29 @@ export class ClientCalls {
   }
 
   /**
-   * Checks the token and reads the partition's bounds (reused for `ttlMs` per token).
+   * Checks the token and reads the partition's bounds (reused for `ttlMs` per token, unless
+   * `fresh`: a poll tierd answers itself needs bounds read now, not before a recreate).
    * @throws {BrokerRefused} when the broker refuses the token or the poll
    */
-  async probe(auth: string | null, target: PollTarget, q: PollQuery): Promise<PartitionView> {
+  async probe(
+    auth: string | null,
+    target: PollTarget,
+    q: PollQuery,
+    options: { fresh?: boolean } = {},
+  ): Promise<PartitionView> {
     const key = createHash("sha256")
       .update(`${auth}\n${target.stream}\n${target.topic}\n${q.partition}\n${q.consumerId ?? ""}`)
       .digest("base64");
     const now = this.#clock.monotonic();
     const hit = this.#probes.get(key);
-    if (hit && now - hit.at < this.#ttlMs) return hit.view;
+    if (!options.fresh && hit && now - hit.at < this.#ttlMs) return { ...hit.view, fresh: false };
     const query = derivedQuery(q, { kind: "first", value: 0n, count: 1, autoCommit: false });
     const { text } = await this.#get(auth, `${messagesPath(target)}?${query}`, "a probe poll");
     const poll = parseBrokerPoll(text);
     const view = { first: poll.firstOffset, current: poll.current };
     if (this.#probes.size > 10_000) this.#probes.clear();
     this.#probes.set(key, { at: now, view });
-    return view;
+    return { ...view, fresh: true };
   }
 
   /**

@@ -4,7 +4,13 @@
 // (`ErrorResponse {id, code, reason, field}`, core/server/src/http/error.rs in 0.8.0 and 0.9,
 // `error_response` there sets `id` to the HTTP status), with `Retry-After` on a 503 so the SDKs'
 // retry of transient errors applies.
-import { CacheFull, FetchTimeout, ReadError, StoreUnavailable } from "../read/errors.ts";
+import {
+  CacheFull,
+  FetchTimeout,
+  PartitionRebuilding,
+  ReadError,
+  StoreUnavailable,
+} from "../read/errors.ts";
 import { ReadBudgetExceeded } from "../read/read_budget.ts";
 
 /** The broker refused a call tierd made with the client's token; its answer goes back as is. */
@@ -51,7 +57,7 @@ export class IggyHttpError extends Error {
  * | --- | --- |
  * | BrokerRefused | the broker's, with its body |
  * | IggyHttpError | its own |
- * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded | 503 + Retry-After |
+ * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded, PartitionRebuilding | 503 + Retry-After |
  * | any other ReadError (data loss, corrupt bytes) | 500 |
  * | anything else | 500 `internal` |
  */
@@ -73,7 +79,8 @@ export function toIggyHttpError(err: unknown): IggyHttpError {
   if (err instanceof IggyHttpError) return err;
   if (err instanceof ReadError) {
     const retry = err instanceof StoreUnavailable || err instanceof FetchTimeout ||
-        err instanceof CacheFull || err instanceof ReadBudgetExceeded
+        err instanceof CacheFull || err instanceof ReadBudgetExceeded ||
+        err instanceof PartitionRebuilding
       ? String(Math.max(1, Math.ceil(err.retryAfterSeconds)))
       : undefined;
     return retry

@@ -61,6 +61,11 @@ interface Shape {
    * segment (its first may be going, a 0.9 broker deletes files after it answered).
    */
   certainlyLocal?: bigint;
+  /**
+   * The last offset tierd knows the partition had (its copies' and sealed segments' ends): the
+   * broker's current offset is never below it, unless the broker's partition is another one.
+   */
+  knownEnd?: bigint;
 }
 
 async function shapeOf(ctx: ReadContext, id: PartitionId): Promise<Shape | undefined> {
@@ -80,6 +85,7 @@ async function shapeOf(ctx: ReadContext, id: PartitionId): Promise<Shape | undef
     earliest: entries[0].start,
     firstLocal: local[0]?.start,
     certainlyLocal: local[1]?.start ?? local[0]?.start,
+    knownEnd: maxOf(segments.map((s) => s.end)),
   };
 }
 
@@ -174,11 +180,30 @@ export async function servePoll(
       q.kind === "offset" && shape.certainlyLocal !== undefined && q.value >= shape.certainlyLocal
     ) return deps.forward(req);
     const auth = req.headers.get("authorization");
-    const view = await deps.calls.probe(auth, target, q);
-    const start = await startOf(deps, auth, target, q, id, shape, view.current);
+    let view = await deps.calls.probe(auth, target, q);
+    let start = await startOf(deps, auth, target, q, id, shape, view.current);
     // The broker's first retained offset: what it says, unless its files say it is further on.
-    const brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
+    let brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
     if (start === undefined || start >= brokerFirst) return deps.forward(req);
+    if (!view.fresh) {
+      // tierd answers this one: its picture of the broker must be of now, not of before a
+      // delete and recreate of the topic.
+      view = await deps.calls.probe(auth, target, q, { fresh: true });
+      start = await startOf(deps, auth, target, q, id, shape, view.current);
+      brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
+      if (start === undefined || start >= brokerFirst) return deps.forward(req);
+    }
+    if (shape.knownEnd !== undefined && shape.knownEnd > view.current) {
+      // tierd knows offsets the broker's partition never had: it is not the partition tierd's
+      // copies are of (the topic was recreated, or purged) until the agent settles it. The
+      // broker answers for its own partition.
+      deps.logger.warn("the broker's partition is behind tierd's copies: poll forwarded", {
+        partition: `${id.stream}/${id.topic}/${id.partition}`,
+        broker_current_offset: view.current,
+        tierd_known_end: shape.knownEnd,
+      });
+      return deps.forward(req);
+    }
 
     const label = `${id.stream}/${id.topic}/${id.partition}`;
     const readerId = deps.continuity.readerFor(label, start);

@@ -1,7 +1,9 @@
 // `manifest.json`: one partition incarnation's remote segment list, written beside the objects
 // under `{prefix}/{cluster}/meta/…`. It makes the bucket self-describing for a restore or a
-// reader on another host. It is derived from the journal and never trusted over the objects it
-// lists: whoever reads it checks each entry with a HEAD. Versioned; 64-bit values as strings.
+// reader on another host: which agent wrote it, the segments, the ranges recorded lost, and —
+// on a tombstone — that its owner retired this incarnation and generation. It is derived from
+// the journal and never trusted over the objects it lists: whoever reads it checks each entry
+// with a HEAD. Versioned; 64-bit values as strings; fields added since version 1 are optional.
 import type { FormatName } from "../format/types.ts";
 import { hex128 } from "../hash.ts";
 import type { SegmentFacts } from "./segment_facts.ts";
@@ -29,6 +31,23 @@ export interface Manifest extends PartitionId {
   writtenAt: number;
   tierdVersion: string;
   segments: ManifestSegment[];
+  /** The agent that wrote it (src/ownership/); absent in manifests of older tierd versions. */
+  owner?: string;
+  /** Offsets the journal records as lost before upload (never in the bucket), inclusive. */
+  lost?: ManifestRange[];
+  /** Offsets whose copy the bucket was found not to hold (restore or rebuild), inclusive. */
+  holes?: ManifestRange[];
+  /**
+   * Set on a tombstone: the owner retired this incarnation and generation (the topic was
+   * recreated, the partition purged); it is swept after `orphan_grace` and never restored.
+   */
+  retired?: { at: number; reason: string };
+}
+
+/** A range of offsets, inclusive. */
+export interface ManifestRange {
+  from: bigint;
+  to: bigint;
 }
 
 /** A manifest that cannot be used (not JSON, another version, a bad field). */
@@ -65,6 +84,13 @@ export function encodeManifest(m: Manifest): Uint8Array {
       xxh3_128: hex128(s.checksum),
       evicted: s.evicted,
     })),
+    ...(m.owner !== undefined && { owner: m.owner }),
+    ...(m.lost && m.lost.length > 0 && { lost: m.lost.map(rangeJson) }),
+    ...(m.holes && m.holes.length > 0 && { holes: m.holes.map(rangeJson) }),
+    ...(m.retired && {
+      retired_at: new Date(m.retired.at).toISOString(),
+      retired_reason: m.retired.reason,
+    }),
   };
   return new TextEncoder().encode(JSON.stringify(json, null, 1) + "\n");
 }
@@ -105,6 +131,27 @@ export function decodeManifest(key: string, bytes: Uint8Array): Manifest {
   }
   if (!Array.isArray(j.segments)) return bad("segments is not a list");
   const writtenAt = Date.parse(String(j.written_at));
+  const ranges = (v: unknown, name: string): ManifestRange[] | undefined => {
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v)) return bad(`${name} is not a list`);
+    return v.map((raw: unknown, i: number) => {
+      const r = (raw ?? {}) as Record<string, unknown>;
+      const from = u64(r.from, `${name}[${i}].from`);
+      const to = u64(r.to, `${name}[${i}].to`);
+      return to < from ? bad(`${name}[${i}] ends before it starts`) : { from, to };
+    });
+  };
+  let retired: Manifest["retired"];
+  if (j.retired_at !== undefined) {
+    const at = Date.parse(String(j.retired_at));
+    if (!Number.isFinite(at)) return bad("retired_at is not a time");
+    retired = { at, reason: String(j.retired_reason ?? "") };
+  }
+  if (j.owner !== undefined && (typeof j.owner !== "string" || !/^[0-9a-f]{32}$/.test(j.owner))) {
+    return bad("owner is not 32 hex digits");
+  }
+  const lost = ranges(j.lost, "lost");
+  const holes = ranges(j.holes, "holes");
   return {
     clusterId: typeof j.cluster_id === "string" ? j.cluster_id : bad("cluster_id"),
     stream: int(j.stream, "stream"),
@@ -134,5 +181,13 @@ export function decodeManifest(key: string, bytes: Uint8Array): Manifest {
         evicted: s.evicted === true,
       };
     }),
+    ...(typeof j.owner === "string" && { owner: j.owner }),
+    ...(lost && { lost }),
+    ...(holes && { holes }),
+    ...(retired && { retired }),
   };
+}
+
+function rangeJson(r: ManifestRange): { from: string; to: string } {
+  return { from: String(r.from), to: String(r.to) };
 }

@@ -2,6 +2,7 @@
 // Keys are deterministic, so a repeated or concurrent upload of the same segment lands on the
 // same key; and they parse back, so a listing says which incarnation and generation an object
 // belongs to.
+import { type KeySpace, keySpaceRoot } from "./key_space.ts";
 import { incarnationHex, type PartitionId, segmentStem } from "./partition.ts";
 
 /** Everything that names a partition's remote directory. */
@@ -34,8 +35,13 @@ export function partitionRoot(loc: PartitionRoot): string {
 }
 
 /** `{prefix}/{cluster}/`: where this cluster's objects live (everything tierd wrote). */
-export function clusterRoot(loc: { prefix: string; clusterId: string }): string {
-  return join(loc.prefix.replace(/\/+$/, ""), loc.clusterId) + "/";
+export function clusterRoot(loc: KeySpace): string {
+  return keySpaceRoot(loc);
+}
+
+/** `{prefix}/{cluster}/owner.json`: who owns the key space (src/ownership/owner_record.ts). */
+export function ownerKey(ks: KeySpace): string {
+  return keySpaceRoot(ks) + "owner.json";
 }
 
 /** `{prefix}/{cluster}/{s}/{t}/{p}/{incarnation}-{generation}/` */

@@ -309,6 +309,8 @@ const READ_FAILURES: Record<ReadErrorCode | "error", true> = {
   cache_full: true,
   store_failed: true,
   read_budget_exceeded: true,
+  partition_rebuilding: true,
+  offset_gap: true,
   error: true,
 };
 

@@ -1,7 +1,8 @@
 // How the read path waits for the store (private to src/read): at most `fetch_timeout` per read,
 // without cancelling the fetch, and with store failures turned into typed read errors.
 import { type Clock, withTimeout } from "../../providers/clock.ts";
-import { StoreError } from "../../providers/types.ts";
+import { confirmAbsent } from "../../providers/absence.ts";
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { CacheFullError, CacheTimeoutError } from "../cache/types.ts";
 import { FormatError } from "../format/errors.ts";
 import {
@@ -69,4 +70,25 @@ export function readFailure(err: unknown, key: string, segment?: bigint): unknow
   }
   if (err instanceof FormatError) return new SegmentCorrupt("remote", key, err);
   return err;
+}
+
+/**
+ * Confirms a missing object before the read calls it data loss: one `NotFound` may be the store
+ * wavering. Gone for real (a HEAD, then a listing agree) gives the error back; found after all
+ * gives "present" (read it again); a store fault while asking gives a `StoreUnavailable` (retry).
+ */
+export async function confirmMissing(
+  store: ObjectStore,
+  err: RemoteObjectMissing,
+  deadline: ReadDeadline,
+): Promise<RemoteObjectMissing | StoreUnavailable | "present"> {
+  try {
+    const gone = await within(confirmAbsent(store, err.key), deadline, err.key);
+    return gone ? err : "present";
+  } catch (cause) {
+    if (cause instanceof StoreError && cause.kind === "Throttled") {
+      return new StoreUnavailable(err.key, RETRY_AFTER_THROTTLED, cause);
+    }
+    return new StoreUnavailable(err.key, RETRY_AFTER_TRANSPORT, cause as Error);
+  }
 }

@@ -1,7 +1,7 @@
 // A partition's segments as the read path sees them (docs/architecture.md, "The read path"): the
 // broker's local segments and the verified remote copies of the current incarnation and
 // generation, merged into one ordered list, with the gaps the broker's retention left before a
-// copy (`lost_before_upload`).
+// copy (`lost_before_upload`) and the holes the bucket has (HOLE).
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { detectFormat } from "../format/detect.ts";
@@ -9,6 +9,7 @@ import { FormatError } from "../format/errors.ts";
 import type { FormatName } from "../format/types.ts";
 import { incarnationHex } from "../layout/partition.ts";
 import { type PartitionId, partitionLabel, partitionRelPath } from "../layout/partition.ts";
+import { directoryContradicts } from "../partition/journal_fit.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { type PartitionState, type SegmentRecord, segmentsOf } from "../state/segment_state.ts";
 import { segmentKeys } from "../layout/object_keys.ts";
@@ -16,7 +17,7 @@ import { fromUserMetadata } from "../layout/object_metadata.ts";
 import type { SegmentFacts } from "../layout/segment_facts.ts";
 import { tieredTopic } from "../config/topics.ts";
 import type { ReadContext } from "./context.ts";
-import { SegmentCorrupt, UnknownPartition } from "./errors.ts";
+import { PartitionRebuilding, SegmentCorrupt, UnknownPartition } from "./errors.ts";
 import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
 
 /** A verified copy of a segment in the store. */
@@ -50,12 +51,18 @@ export interface CatalogSegment {
   remote?: RemoteCopy;
 }
 
-/** Offsets the broker deleted before tierd copied them: reads report them, never skip them. */
+/**
+ * Offsets the partition has no bytes for: deleted by the broker before tierd copied them, or a
+ * hole in the bucket (a copy restore or a rebuild found missing or unusable). Reads report them,
+ * never skip them silently.
+ */
 export interface CatalogGap {
   kind: "gap";
   start: bigint;
   /** Inclusive. */
   end: bigint;
+  /** What the range is, for the answer (`lost before upload`, a hole's reason). */
+  why: string;
 }
 
 export type CatalogEntry = CatalogSegment | CatalogGap;
@@ -81,13 +88,22 @@ export interface Catalog {
  * recreated, and the agent has not noticed yet) is ignored: its remote segments are not this
  * partition's.
  *
+ * @param options.pending `ignore`: build it even while the agent does not know the partition's
+ *   state yet (a summary that says so); by default that is a `PartitionRebuilding` error
  * @throws {UnknownPartition} when the topic is not tiered, or neither a directory nor a journal exists
+ * @throws {PartitionRebuilding} while the agent opens or rebuilds the partition's state
  */
-export async function loadCatalog(ctx: ReadContext, id: PartitionId): Promise<Catalog> {
+export async function loadCatalog(
+  ctx: ReadContext,
+  id: PartitionId,
+  options: { pending?: "throw" | "ignore" } = {},
+): Promise<Catalog> {
   const label = partitionLabel(id);
   if (!tieredTopic(ctx.config, id)) {
     throw new UnknownPartition(label, "its topic is not tiered (no [[topic]] entry)");
   }
+  const pending = options.pending === "ignore" ? undefined : ctx.states.pending?.(id);
+  if (pending !== undefined) throw new PartitionRebuilding(label, pending);
   const dir = join(ctx.config.agent.data_dir, partitionRelPath(id));
   const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT" || err.code === "ENOTDIR") return undefined;
@@ -111,6 +127,20 @@ export async function loadCatalog(ctx: ReadContext, id: PartitionId): Promise<Ca
         throw err;
       })
     : [];
+  // A directory the journal cannot describe was recreated or purged behind the agent's back
+  // (the same inode is no proof): nothing is answered from the old journal until the agent has
+  // settled it — its watch wakes a pass at once.
+  const contradiction = state && options.pending !== "ignore"
+    ? directoryContradicts(local, state)
+    : undefined;
+  if (contradiction) {
+    throw new PartitionRebuilding(
+      label,
+      `the broker's directory no longer fits its journal (${contradiction.reason}): the topic ` +
+        "was recreated or purged; the agent settles it at its next pass",
+      1,
+    );
+  }
   return {
     id,
     label,
@@ -150,7 +180,7 @@ function mergeEntries(
     }-${state.generation}`;
     let base = 0;
     for (const r of segmentsOf(state)) {
-      if (r.state === "LOST_BEFORE_UPLOAD") lost.push(r);
+      if (r.state === "LOST_BEFORE_UPLOAD" || r.state === "HOLE") lost.push(r);
       const position = { partition, base };
       base += r.meta?.size ?? 0;
       if (r.state !== "COPY_SEGMENT_FINISHED" || !r.meta) continue;
@@ -169,9 +199,14 @@ function mergeEntries(
   for (const r of lost) {
     if (segments.has(r.start)) continue; // the segment reappeared; its bytes win
     const next = sorted.find((s) => s.start > r.start);
-    const end = r.lostEndOffset ?? (next ? next.start - 1n : undefined);
+    // A hole whose end nothing recorded still holds at least its first offset.
+    const end = r.lostEndOffset ??
+      (next ? next.start - 1n : r.state === "HOLE" ? r.start : undefined);
     if (end === undefined || end < r.start) continue;
-    entries.push({ kind: "gap", start: r.start, end });
+    const why = r.state === "HOLE"
+      ? `a hole in the bucket: ${r.holeReason ?? "no usable copy"}`
+      : "deleted by the broker before it was copied";
+    entries.push({ kind: "gap", start: r.start, end, why });
   }
   return entries.sort(byStart);
 }

@@ -25,7 +25,11 @@ export type ReadErrorCode =
   /** The store refused the request for another reason (credentials, malformed answer). */
   | "store_failed"
   /** Reads in flight hold the whole read memory budget; retry shortly. */
-  | "read_budget_exceeded";
+  | "read_budget_exceeded"
+  /** The partition's state is not known yet (opening, rebuilding from the bucket); retry. */
+  | "partition_rebuilding"
+  /** The offsets asked for are a gap (lost before upload, or a hole in the bucket), nothing after. */
+  | "offset_gap";
 
 /** A read that could not be answered. */
 export class ReadError extends Error {
@@ -160,5 +164,50 @@ export class CacheFull extends ReadError {
   override readonly name = "CacheFull";
   constructor(readonly key: string, readonly retryAfterSeconds: number, cause: Error) {
     super("cache_full", `reading ${key}: ${cause.message}`, { cause });
+  }
+}
+
+/**
+ * The partition's state is not known yet: the agent is opening it (replaying its journal), or
+ * rebuilding it from the bucket, or could not and tries again. Nothing about its offsets can be
+ * said until then — never "below retention" or "past the end" — so the answer is "retry".
+ */
+export class PartitionRebuilding extends ReadError {
+  override readonly name = "PartitionRebuilding";
+  /**
+   * @param partition `"{s}/{t}/{p}"`
+   * @param why what the agent is doing with it, or what failed
+   * @param retryAfterSeconds when to ask again
+   */
+  constructor(readonly partition: string, why: string, readonly retryAfterSeconds = 5) {
+    super(
+      "partition_rebuilding",
+      `partition ${partition}: its state is not known yet (${why}); retry`,
+    );
+  }
+}
+
+/**
+ * The read starts in a range the partition has no bytes for — lost before upload, or a hole in
+ * the bucket — and nothing readable follows it. Not "past the end": the offsets existed.
+ */
+export class OffsetInGap extends ReadError {
+  override readonly name = "OffsetInGap";
+  /**
+   * @param gap the missing range, inclusive (`to` undefined: its end is not known)
+   * @param why what the range is (`lost before upload`, the hole's reason)
+   */
+  constructor(
+    readonly partition: string,
+    readonly offset: bigint,
+    readonly gap: { from: bigint; to?: bigint },
+    why: string,
+  ) {
+    super(
+      "offset_gap",
+      `partition ${partition}: offset ${offset} lies in offsets ${gap.from}..${
+        gap.to ?? "?"
+      }, which cannot be read (${why}), and no record follows them yet`,
+    );
   }
 }

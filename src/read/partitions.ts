@@ -44,6 +44,8 @@ export interface PartitionSummary {
   copyLag: { segments: number; bytes: number };
   /** How the partition's local state stands, when the agent knows. */
   health?: PartitionHealth;
+  /** Offsets the bucket was found not to hold (HOLE records), with why. */
+  holes: { from: bigint; to?: bigint; reason: string }[];
 }
 
 /**
@@ -59,7 +61,7 @@ export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSu
   for (const part of found) {
     let catalog: Catalog;
     try {
-      catalog = await loadCatalog(ctx, part);
+      catalog = await loadCatalog(ctx, part, { pending: "ignore" });
     } catch (err) {
       if (err instanceof UnknownPartition) continue; // removed while we listed
       throw err;
@@ -84,6 +86,7 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
     remoteBytes: 0,
     danglingBytes: 0,
     copyLag: { segments: 0, bytes: 0 },
+    holes: [],
   };
   const localSize = new Map<bigint, number>();
   const state = catalog.state;
@@ -105,6 +108,14 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
     }
   }
   if (state) {
+    for (const r of segmentsOf(state)) {
+      if (r.state !== "HOLE") continue;
+      s.holes.push({
+        from: r.start,
+        ...(r.lostEndOffset !== undefined && { to: r.lostEndOffset }),
+        reason: r.holeReason ?? "",
+      });
+    }
     for (const generation of state.segments.keys()) {
       for (const r of segmentsOf(state, generation)) {
         if (r.state !== "DANGLING") continue;

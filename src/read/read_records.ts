@@ -18,9 +18,10 @@
 // - A timestamp read starts at the first record whose server timestamp is at or after it.
 // - At least one whole record is returned, even one larger than `maxBytes`; after that a record
 //   is added only while the total stays within `maxBytes`.
-// - An answer never spans a hole: a read that reaches a `lost_before_upload` gap (or an
-//   unrecorded hole between segments) stops before it. A read that starts inside one answers
-//   from the first offset after it, with `gap` set to the missing range.
+// - An answer never spans a hole: a read that reaches a `lost_before_upload` gap, a hole in the
+//   bucket (HOLE), or an unrecorded hole between segments stops before it. A read that starts
+//   inside one answers from the first offset after it, with `gap` set to the missing range; when
+//   nothing follows, it fails with `OffsetInGap`, never "past the end".
 import { readFile, stat } from "node:fs/promises";
 import { readSegmentBounds } from "../format/bounds.ts";
 import type { SegmentCodec } from "../format/codec.ts";
@@ -42,12 +43,14 @@ import {
 import type { ReadContext } from "./context.ts";
 import {
   OffsetBelowRetention,
+  OffsetInGap,
   OffsetPastEnd,
   ReadError,
   RemoteObjectMissing,
   SegmentCorrupt,
+  StoreUnavailable,
 } from "./errors.ts";
-import { deadlineIn, type ReadDeadline, readFailure, within } from "./_fetch.ts";
+import { confirmMissing, deadlineIn, type ReadDeadline, readFailure, within } from "./_fetch.ts";
 import { openLocalLog, ReadWindow, remoteLog, type SegmentLog } from "./segment_log.ts";
 import { type AnswerPiece, AnswerStream, type Cut, PIECE_WINDOW } from "./answer_stream.ts";
 import {
@@ -140,6 +143,8 @@ export async function openRead(ctx: ReadContext, req: ReadRequest): Promise<Read
   let plan: ReadPlan;
   let replanned = false;
   let refetched = false;
+  /** A NotFound the store took back (HEAD or listing found the object): read once more. */
+  let reread = false;
   /** Sealed local segments whose bytes failed validation: read from their copies instead. */
   const avoidLocal = new Set<bigint>();
   try {
@@ -155,6 +160,24 @@ export async function openRead(ctx: ReadContext, req: ReadRequest): Promise<Read
         ) {
           replanned = true;
           continue;
+        }
+        if (err instanceof RemoteObjectMissing) {
+          // Data loss is said only when it is certain: the object is asked about again.
+          const verdict = await confirmMissing(ctx.store, err, deadline);
+          if (verdict === "present" && !reread) {
+            reread = true;
+            ctx.logger.warn("the store answered NotFound for an object it still has; read again", {
+              key: err.key,
+            });
+            continue;
+          }
+          throw verdict === "present"
+            ? new StoreUnavailable(
+              err.key,
+              1,
+              new Error("the store answered NotFound twice for an object it lists"),
+            )
+            : verdict;
         }
         if (err instanceof SegmentCorrupt && err.where === "remote" && !refetched) {
           // One corrupted transfer must not fail the read, nor stay cached: the bad bytes were
@@ -204,9 +227,21 @@ export async function openRead(ctx: ReadContext, req: ReadRequest): Promise<Read
         }
         ended(answer.gap ? "gap" : "ok");
       } catch (err) {
-        if (!counted) countFailure(ctx, err);
+        let failure = err;
+        if (err instanceof RemoteObjectMissing) {
+          // Cut off mid-answer either way; counted as data loss only once it is certain.
+          const verdict = await confirmMissing(
+            ctx.store,
+            err,
+            deadlineIn(ctx.fetchTimeoutMs, ctx.clock),
+          );
+          failure = verdict === "present"
+            ? new StoreUnavailable(err.key, 1, new Error("NotFound for an object the store lists"))
+            : verdict;
+        }
+        if (!counted) countFailure(ctx, failure);
         counted = true;
-        throw err;
+        throw failure;
       } finally {
         if (handed > 0) ctx.metrics?.readBytes.inc({ source: source() }, handed);
       }
@@ -301,6 +336,8 @@ class RecordWalk {
   #first?: bigint;
   #next?: bigint;
   #gap?: { from: bigint; to: bigint };
+  /** What the gap is, when the read started in one. */
+  #gapWhy?: string;
   readonly #sources = new Set<"local" | "remote">();
   /** The offset after the last segment scanned without a start, for "past the end" answers. */
   #scannedTo?: bigint;
@@ -351,12 +388,17 @@ class RecordWalk {
       if (e.kind === "gap") {
         if (this.#first !== undefined) break; // never span a gap; the next read reports it
         this.#gap ??= { from: e.start, to: e.end };
+        this.#gapWhy ??= e.why;
         continue;
       }
       if (this.#next !== undefined && e.start !== this.#next) break; // an unrecorded hole
       if (await this.#segment(e, entries[i - 1], entries[i + 1])) break;
     }
     if (this.#first === undefined || this.#next === undefined) {
+      // Offsets that existed but cannot be read, and nothing after them: a gap, not the end.
+      if (this.#byOffset && this.#gap && this.#gapWhy !== undefined) {
+        throw new OffsetInGap(label, this.#req.offset!, this.#gap, this.#gapWhy);
+      }
       throw new OffsetPastEnd(label, this.#startText, this.#scannedTo);
     }
     return {
@@ -385,6 +427,7 @@ class RecordWalk {
     if (e.kind === "gap") {
       if (offset <= e.end) {
         this.#gap = { from: e.start, to: e.end };
+        this.#gapWhy = e.why;
         this.#target = e.end + 1n;
       }
       return i + 1;

@@ -13,16 +13,24 @@ export interface PartitionStateSource {
   state(id: PartitionId): Promise<PartitionState | undefined>;
   /** How the partition's local state stands (the agent knows; a bare journal reader does not). */
   health?(id: PartitionId): PartitionHealth | undefined;
+  /**
+   * Why the partition's state is not known yet — the agent is starting, opening it, rebuilding
+   * it from the bucket, or could not and tries again — or undefined when it is known. Reads of
+   * such a partition answer "retry" (`partition_rebuilding`), never "below retention" or "past
+   * the end". A bare journal reader always knows (undefined).
+   */
+  pending?(id: PartitionId): string | undefined;
 }
 
 /** How a partition's local state stands, for `/v1/partitions` and the status page. */
 export interface PartitionHealth {
   /**
    * `ok`; `rebuilt`: its state was rebuilt from the bucket (no journal, or a damaged one kept
-   * aside), or in part (copies a cut-short journal did not list adopted from it); `failed`: its
-   * state cannot be opened now (retried every pass).
+   * aside), or in part (copies a cut-short journal did not list adopted from it); `opening`: the
+   * agent is opening it (replaying its journal, rebuilding it from the bucket) and reads answer
+   * "retry"; `failed`: its state cannot be opened now (retried every pass; reads answer "retry").
    */
-  state: "ok" | "rebuilt" | "failed";
+  state: "ok" | "rebuilt" | "opening" | "failed";
   /**
    * What happened, in words, naming the file and position where there is one; also for `ok`
    * when boot mended something (a torn tail, a moved or recreated directory, quarantined

@@ -1,19 +1,31 @@
 // `tierd restore`: for a new, empty host. Rebuilds `state_dir` (journal, markers, kept index
 // copies) from the bucket so the agent serves every retained offset; with data, also downloads
 // each segment into the broker's (empty) partition directory so a broker can boot from it —
-// point-in-time recovery of a topic. Every downloaded `.log` is checked against the checksum in
-// its object's metadata before it is renamed into place. Idempotent and resumable: a complete
-// file already in place is checked and kept, a half-written one is redone, and a journal that
-// is already there is completed, not replaced.
+// point-in-time recovery of a topic.
+//
+// Which incarnation and generation is a partition's is decided by evidence, never by date
+// (../tier/remote_candidates.ts): retired ones and other agents' are not candidates; when several
+// remain they are listed and the partition is left alone unless the operator names one. Every
+// good segment of every partition is restored; each hole (a segment the manifest lists that is
+// gone, an object whose metadata lies or whose bytes are another segment's, offsets no object
+// covers) is reported with its reason and journaled as a hole, so reads answer it as a gap and
+// nothing after it is evicted until it is settled. The result says whether all of it came back.
+//
+// Every downloaded `.log` is checked against the checksum in its object's metadata before it is
+// renamed into place. Idempotent and resumable: a complete file already in place is checked and
+// kept, a half-written one is redone, a journal that is already there is completed, not
+// replaced, and a hole whose object is good now is filled.
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../providers/clock.ts";
+import { forEachBounded } from "../../providers/concurrency.ts";
+import { listBounded, type ListingProgress } from "../../providers/listing.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
-import { listAll, type ObjectStore } from "../../providers/types.ts";
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { createXxh128Stream, hex128 } from "../hash.ts";
-import { clusterRoot, partitionRoot } from "../layout/object_keys.ts";
+import { clusterRoot } from "../layout/object_keys.ts";
 import {
   incarnationHex,
   type PartitionId,
@@ -29,25 +41,52 @@ import { computeFloor, floorBeforeFirstCopy } from "../tier/policy.ts";
 import { hashFile } from "../tier/file_hash.ts";
 import { type KeySpace, PartitionLedger } from "../tier/partition_ledger.ts";
 import {
-  headSegments,
-  type InventoryProblem,
-  listRemoteGenerations,
-  type RemoteSegment,
-} from "../tier/remote_inventory.ts";
-import { forEachBounded } from "../../providers/concurrency.ts";
+  type Candidate,
+  chooseCandidate,
+  describeCandidate,
+  findCandidates,
+  type NamedCandidate,
+} from "../tier/remote_candidates.ts";
+import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
+import { describeHole, findHoles, type Hole } from "./holes.ts";
+
+/** How one partition's restore ended. */
+export type RestoreOutcome =
+  /** Every segment the chosen generation should hold came back. */
+  | "restored"
+  /** Restored with holes (reported): reads answer them as gaps. */
+  | "partial"
+  /** Several incarnations or generations compete; nothing restored (name one). */
+  | "competing"
+  /** The bucket holds nothing of this key space's for it (all retired or foreign). */
+  | "nothing"
+  /** A store or local failure stopped it; run restore again. */
+  | "failed";
 
 /** What one partition's restore did. */
 export interface PartitionRestore {
   partition: string;
-  incarnation: bigint;
-  generation: bigint;
+  outcome: RestoreOutcome;
+  incarnation?: bigint;
+  generation?: bigint;
+  /** Why this incarnation and generation (the evidence). */
+  chosen?: string;
+  /** Segments restored (recorded as verified copies; with data, also downloaded or kept). */
   segments: number;
   bytes: number;
   /** Segments downloaded now (with data). */
   downloaded: number;
   /** Segments already in place and checked (a resumed restore). */
   kept: number;
-  problems: InventoryProblem[];
+  holes: Hole[];
+  /** Holes recorded as lost on the operator's word (`--accept-holes`). */
+  accepted: number;
+  /** The candidates, in words, when several compete. */
+  competing: string[];
+  /** Generations set aside, in words, with why. */
+  excluded: string[];
+  /** What stopped a failed restore. */
+  error?: string;
 }
 
 /** Reports each segment as it is done. */
@@ -68,7 +107,17 @@ export interface RestoreOptions {
   filter: (id: PartitionId) => boolean;
   /** Also download the segments into the broker's data dir. */
   withData: boolean;
+  /** The store in words, for errors. */
+  describe?: string;
+  /** Agents whose manifests are this key space's (the owner record's lineage). */
+  lineage?: ReadonlySet<string>;
+  /** The operator's choice (`--incarnation`, `--generation`), for a single partition. */
+  named?: NamedCandidate;
+  /** Record every hole as lost (`--accept-holes`): reads skip it, eviction goes on. */
+  acceptHoles?: boolean;
   progress?: RestoreProgress;
+  /** Reports the pages and keys of each listing as they arrive. */
+  listing?: (prefix: string, progress: ListingProgress) => void;
 }
 
 /** A restore that cannot go on for a reason the operator must fix. */
@@ -76,50 +125,102 @@ export class RestoreRefused extends Error {
   override readonly name = "RestoreRefused";
 }
 
+/** A downloaded object that is not what its metadata says: a hole, not a failure. */
+class BadObject extends Error {
+  override readonly name = "BadObject";
+}
+
 /** Bytes fetched per ranged GET while downloading a segment. */
 const DOWNLOAD_PIECE = 8 * 1024 * 1024;
 /** Index copies fetched at once. */
 const INDEX_CONCURRENCY = 8;
+/** A whole cluster's listing may hold this many keys (partition listings keep the default). */
+const CLUSTER_MAX_KEYS = 20_000_000;
 
 /**
- * Restores every tiered partition the bucket holds (that `filter` accepts).
- * @throws {RestoreRefused} when a broker partition directory to fill is not empty
+ * Lists the tiered partitions the bucket holds (that `filter` accepts), read-only.
+ * @throws {StoreError} when the store fails or a listing is endless
  */
-export async function restore(o: RestoreOptions): Promise<PartitionRestore[]> {
+export async function partitionsToRestore(o: RestoreOptions): Promise<PartitionId[]> {
   const deadline = o.store.deadline(Infinity);
   try {
     const store = o.store.within(deadline, "housekeeping");
-    const ids = (await remotePartitions(store, o.keySpace)).filter((id) =>
+    return (await remotePartitions(store, o)).filter((id) =>
       tieredTopic(o.config, id) !== undefined && o.filter(id)
     );
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/**
+ * Restores every partition of `ids`, each on its own: one that fails or competes does not stop
+ * the others.
+ * @throws {RestoreRefused} when a broker partition directory to fill is not empty, or the state
+ *   dir already belongs to another incarnation
+ */
+export async function restore(
+  o: RestoreOptions,
+  ids: readonly PartitionId[],
+): Promise<PartitionRestore[]> {
+  const deadline = o.store.deadline(Infinity);
+  try {
+    const store = o.store.within(deadline, "housekeeping");
     const out: PartitionRestore[] = [];
-    for (const id of ids) out.push(await restorePartition(o, store, id));
+    for (const id of ids) {
+      try {
+        out.push(await restorePartition(o, store, id));
+      } catch (err) {
+        if (err instanceof RestoreRefused) throw err;
+        const label = partitionLabel(id);
+        o.logger.error("partition not restored", { partition: label, err });
+        out.push({ ...emptyResult(label), outcome: "failed", error: (err as Error).message });
+      }
+    }
     return out;
   } finally {
     deadline.dispose();
   }
 }
 
-/** The partitions the bucket holds objects for, from the manifests (or, lacking any, a listing). */
-async function remotePartitions(store: ObjectStore, keySpace: KeySpace): Promise<PartitionId[]> {
-  const root = clusterRoot(keySpace);
+function emptyResult(partition: string): PartitionRestore {
+  return {
+    partition,
+    outcome: "nothing",
+    segments: 0,
+    bytes: 0,
+    downloaded: 0,
+    kept: 0,
+    holes: [],
+    accepted: 0,
+    competing: [],
+    excluded: [],
+  };
+}
+
+/** The partitions the bucket holds manifests or segment objects for. */
+async function remotePartitions(store: ObjectStore, o: RestoreOptions): Promise<PartitionId[]> {
+  const root = clusterRoot(o.keySpace);
   const ids = new Map<string, PartitionId>();
   const add = (m: RegExpExecArray | null) => {
     if (!m) return;
     const id = { stream: Number(m[1]), topic: Number(m[2]), partition: Number(m[3]) };
-    ids.set(partitionLabel(id), id);
-  };
-  for (const o of await listAll(store, `${root}meta/`)) {
-    add(
-      /^meta\/(\d+)\/(\d+)\/(\d+)\/[0-9a-f]{16}-\d+\/manifest\.json$/.exec(
-        o.key.slice(root.length),
-      ),
-    );
-  }
-  if (ids.size === 0) {
-    for (const o of await listAll(store, root)) {
-      add(/^(\d+)\/(\d+)\/(\d+)\/[0-9a-f]{16}-\d+\/\d{20}\.log$/.exec(o.key.slice(root.length)));
+    if ([id.stream, id.topic, id.partition].every(Number.isSafeInteger)) {
+      ids.set(partitionLabel(id), id);
     }
+  };
+  // Objects and manifests both: a partition copied since the last manifest has only objects.
+  const listed = await listBounded(store, root, {
+    clock: o.clock,
+    describe: o.describe,
+    maxKeys: CLUSTER_MAX_KEYS,
+    maxPages: CLUSTER_MAX_KEYS / 100,
+    onPage: (p) => o.listing?.(root, p),
+  });
+  for (const { key } of listed) {
+    const rel = key.slice(root.length);
+    add(/^meta\/(\d+)\/(\d+)\/(\d+)\/[0-9a-f]{16}-\d+\/manifest\.json$/.exec(rel));
+    add(/^(\d+)\/(\d+)\/(\d+)\/[0-9a-f]{16}-\d+\/\d{20}\.(?:log|index)$/.exec(rel));
   }
   return [...ids.values()].sort((a, b) =>
     a.stream - b.stream || a.topic - b.topic || a.partition - b.partition
@@ -132,72 +233,123 @@ async function restorePartition(
   id: PartitionId,
 ): Promise<PartitionRestore> {
   const label = partitionLabel(id);
-  const gens = await listRemoteGenerations(store, partitionRoot({ ...id, ...o.keySpace }));
-  if (gens.length === 0) {
-    return {
+  const result = emptyResult(label);
+  const set = await findCandidates(store, o.keySpace, id, {
+    lineage: o.lineage,
+    listing: {
+      clock: o.clock,
+      describe: o.describe,
+      onPage: (p) => o.listing?.(`partition ${label}`, p),
+    },
+  });
+  result.excluded = set.excluded.map((e) => `${describeCandidate(e.candidate)}: ${e.reason}`);
+  for (const e of set.excluded) {
+    o.logger.info("not a candidate for the partition", {
       partition: label,
-      incarnation: 0n,
-      generation: 0n,
-      segments: 0,
-      bytes: 0,
-      downloaded: 0,
-      kept: 0,
-      problems: [],
-    };
+      candidate: describeCandidate(e.candidate),
+      reason: e.reason,
+    });
   }
-  // The newest incarnation, at its highest generation.
-  const newest = gens[0].incarnation;
-  const gen = gens.filter((g) => g.incarnation === newest).reduce((a, b) =>
-    b.generation > a.generation ? b : a
+  const choice = chooseCandidate(set, o.named);
+  switch (choice.kind) {
+    case "none":
+      return result;
+    case "not-found":
+      throw new RestoreRefused(
+        `${label}: the bucket holds no incarnation ${
+          choice.named.incarnation === undefined
+            ? "(any)"
+            : incarnationHex(choice.named.incarnation)
+        } generation ${choice.named.generation ?? "(any)"} for this partition`,
+      );
+    case "competing":
+      result.outcome = "competing";
+      result.competing = choice.candidates.map(describeCandidate);
+      o.logger.error("several incarnations or generations compete; partition not restored", {
+        partition: label,
+        candidates: result.competing,
+      });
+      return result;
+  }
+  const chosen = choice.candidate;
+  result.incarnation = chosen.incarnation;
+  result.generation = chosen.generation;
+  result.chosen = choice.why;
+  const { segments, problems } = await headSegments(store, chosen.objects);
+  const bad = new Map(
+    problems.filter((p) => p.start !== undefined).map((p) => [p.start!, {
+      start: p.start!,
+      end: p.endOffset,
+      reason: `${p.key}: ${p.reason}`,
+    }]),
   );
-  const { segments, problems } = await headSegments(store, gen);
   for (const p of problems) {
-    o.logger.error("remote object not usable; not restored", { key: p.key, reason: p.reason });
+    o.logger.error("remote object not usable; its offsets are a hole", {
+      key: p.key,
+      reason: p.reason,
+    });
   }
   const dir = join(o.config.agent.data_dir, partitionRelPath(id));
-  const result: PartitionRestore = {
-    partition: label,
-    incarnation: gen.incarnation,
-    generation: gen.generation,
-    segments: segments.length,
-    bytes: segments.reduce((n, s) => n + s.facts.size, 0),
-    downloaded: 0,
-    kept: 0,
-    problems,
-  };
+  let good = segments;
   let identity = { device: 0, inode: 0 };
   if (o.withData) {
     await prepareDir(dir, segments);
     const st = await stat(dir);
     identity = { device: st.dev, inode: st.ino };
+    const totalBytes = segments.reduce((n, s) => n + s.facts.size, 0);
+    const kept: RemoteSegment[] = [];
     let done = 0;
     let bytes = 0;
     for (const seg of segments) {
-      if (await download(store, dir, seg)) result.downloaded++;
-      else result.kept++;
+      try {
+        if (await download(store, dir, seg)) result.downloaded++;
+        else result.kept++;
+        kept.push(seg);
+      } catch (err) {
+        if (!(err instanceof BadObject)) throw err;
+        bad.set(seg.start, { start: seg.start, end: seg.facts.endOffset, reason: err.message });
+        o.logger.error("remote object not usable; its offsets are a hole", {
+          key: seg.keys.log,
+          reason: err.message,
+        });
+      }
       done++;
       bytes += seg.facts.size;
-      o.progress?.(
-        label,
-        { segments: done, total: segments.length, bytes, totalBytes: result.bytes },
-        seg.start,
-      );
+      o.progress?.(label, { segments: done, total: segments.length, bytes, totalBytes }, seg.start);
     }
     await fsyncDir(dir);
+    good = kept;
   }
-  await writeState(o, store, id, gen.incarnation, gen.generation, identity, segments);
+  const report = findHoles({
+    good: good.map((s) => ({ start: s.start, end: s.facts.endOffset })),
+    bad: [...bad.values()],
+    manifest: chosen.manifest,
+  });
+  result.holes = report.holes;
+  result.segments = good.length;
+  result.bytes = good.reduce((n, s) => n + s.facts.size, 0);
+  result.accepted = await writeState(o, store, id, chosen, identity, good, report);
+  result.outcome = report.holes.length > result.accepted ? "partial" : "restored";
   if (!o.withData) {
     o.progress?.(
       label,
-      { segments: segments.length, total: segments.length, bytes: 0, totalBytes: 0 },
-      segments.at(-1)?.start ?? 0n,
+      { segments: good.length, total: good.length, bytes: 0, totalBytes: 0 },
+      good.at(-1)?.start ?? 0n,
+    );
+  }
+  for (const h of report.holes) {
+    o.logger.error(
+      o.acceptHoles ? "hole recorded as lost (--accept-holes)" : "hole: the bucket lacks a copy",
+      { partition: label, hole: describeHole(h) },
     );
   }
   o.logger.info("partition restored", {
     partition: label,
-    incarnation: incarnationHex(gen.incarnation),
-    generation: gen.generation,
+    incarnation: incarnationHex(chosen.incarnation),
+    generation: chosen.generation,
+    chosen: choice.why,
     segments: result.segments,
+    holes: result.holes.length,
     downloaded: result.downloaded,
     kept: result.kept,
     with_data: o.withData,
@@ -229,6 +381,7 @@ async function prepareDir(dir: string, segments: readonly RemoteSegment[]): Prom
  * Downloads one segment's `.log` (checked against its metadata checksum) and `.index` into
  * `dir` via temp files; a `.log` already there with the right size and checksum is kept.
  * @returns true when it was downloaded, false when it was already in place
+ * @throws {BadObject} when the object is not what its metadata says (gone, short, other bytes)
  */
 async function download(store: ObjectStore, dir: string, seg: RemoteSegment): Promise<boolean> {
   const stem = segmentStem(seg.start);
@@ -242,8 +395,18 @@ async function download(store: ObjectStore, dir: string, seg: RemoteSegment): Pr
   ) {
     return false;
   }
-  await fetchTo(store, seg.keys.log, seg.facts.size, logPath, seg.facts.checksum);
-  await fetchTo(store, seg.keys.index, seg.facts.indexSize, indexPath);
+  try {
+    await fetchTo(store, seg.keys.log, seg.facts.size, logPath, seg.facts.checksum);
+    await fetchTo(store, seg.keys.index, seg.facts.indexSize, indexPath);
+  } catch (err) {
+    await rm(logPath, { force: true });
+    await rm(indexPath, { force: true });
+    if (err instanceof BadObject) throw err;
+    if (err instanceof StoreError && (err.kind === "NotFound" || err.kind === "InvalidRange")) {
+      throw new BadObject(`${err.detail.key ?? seg.keys.log}: ${err.message}`);
+    }
+    throw err;
+  }
   return true;
 }
 
@@ -262,29 +425,35 @@ async function fetchTo(
   try {
     for (let at = 0; at < size; at += DOWNLOAD_PIECE) {
       const length = Math.min(DOWNLOAD_PIECE, size - at);
-      const { bytes } = await store.get(key, { range: { start: at, length } });
-      if (bytes.length !== length) {
-        throw new Error(`${key}: got ${bytes.length} bytes at ${at}, expected ${length}`);
+      const got = await store.get(key, { range: { start: at, length } });
+      if (got.bytes.length !== length || got.size !== size) {
+        throw new BadObject(
+          `${key}: ${got.bytes.length} bytes at ${at} of an object of ${got.size}, expected ` +
+            `${length} of ${size} (the object is not the size its metadata says)`,
+        );
       }
-      hasher?.update(bytes);
+      hasher?.update(got.bytes);
       let written = 0;
-      while (written < bytes.length) {
-        written += (await fh.write(bytes, written, bytes.length - written, at + written))
+      while (written < got.bytes.length) {
+        written += (await fh.write(got.bytes, written, got.bytes.length - written, at + written))
           .bytesWritten;
       }
     }
     await fh.sync();
-  } finally {
+  } catch (err) {
     await fh.close();
+    await rm(tmp, { force: true });
+    throw err;
   }
+  await fh.close();
   if (hasher && checksum !== undefined) {
     const got = hasher.digest();
     if (got !== checksum) {
       await rm(tmp, { force: true });
-      throw new Error(
+      throw new BadObject(
         `${key}: downloaded bytes hash to ${hex128(got)}, the object's metadata says ${
           hex128(checksum)
-        }; not restored`,
+        } (another segment's bytes, or damaged)`,
       );
     }
   }
@@ -293,27 +462,31 @@ async function fetchTo(
 
 /**
  * Writes (or completes) the partition's journal: incarnation, generation, a verified copy per
- * segment — evicted, with its marker and kept index copy, when its data was not restored.
+ * good segment — evicted, with its marker and kept index copy, when its data was not restored —
+ * a hole per hole (or, with `acceptHoles`, a recorded loss), and the manifest's lost ranges.
+ * @returns how many holes were recorded as lost on the operator's word
  */
 async function writeState(
   o: RestoreOptions,
   store: ObjectStore,
   id: PartitionId,
-  incarnation: bigint,
-  generation: bigint,
+  chosen: Candidate,
   identity: { device: number; inode: number },
   segments: readonly RemoteSegment[],
-): Promise<void> {
+  report: { holes: Hole[]; lost: { from: bigint; to: bigint }[] },
+): Promise<number> {
+  const { incarnation, generation } = chosen;
   const ledger = await PartitionLedger.open(o.config.agent.state_dir, id, o.keySpace);
+  let accepted = 0;
   try {
     const at = o.clock.now();
     const s = ledger.state;
     if (s.incarnation !== undefined && s.incarnation !== incarnation) {
       throw new RestoreRefused(
         `state for ${partitionLabel(id)} already names incarnation ${
-          s.incarnation.toString(16)
-        }, the bucket's newest is ${
-          incarnation.toString(16)
+          incarnationHex(s.incarnation)
+        }, the bucket's chosen one is ${
+          incarnationHex(incarnation)
         }; restore only into an empty state_dir`,
       );
     }
@@ -324,26 +497,61 @@ async function writeState(
     if (generation > s.generation) events.push({ type: "generation", generation, at });
     if (events.length > 0) await ledger.record(...events);
     const more: JournalEvent[] = [];
+    const fresh = (start: bigint) => {
+      const r = getSegment(ledger.state, generation, start);
+      return r === undefined || r.state === "HOLE";
+    };
     // With data, the last segment is left unrecorded: a broker booting from the directory may
     // go on appending to it, and then it is a different segment; once sealed it is copied (or
     // found already there) like any other.
     const recorded = o.withData ? segments.slice(0, -1) : segments;
     for (const seg of recorded) {
-      if (getSegment(ledger.state, generation, seg.start)) continue;
+      if (!fresh(seg.start)) continue;
       more.push(
         { type: "copy_started", segment: seg.start, generation, at },
         copyFinishedEvent(seg.start, generation, seg.facts, at),
       );
       if (!o.withData) more.push({ type: "evicted", segment: seg.start, generation, at });
     }
+    for (const l of report.lost) {
+      if (getSegment(ledger.state, generation, l.from)) continue;
+      more.push({ type: "lost_before_upload", segment: l.from, generation, endOffset: l.to, at });
+    }
+    for (const h of report.holes) {
+      const r = getSegment(ledger.state, generation, h.from);
+      if (o.acceptHoles && (r === undefined || r.state === "HOLE")) {
+        more.push({
+          type: "lost_before_upload",
+          segment: h.from,
+          generation,
+          ...(h.to !== undefined && { endOffset: h.to }),
+          at,
+        });
+        accepted++;
+      } else if (r === undefined) {
+        more.push({
+          type: "hole",
+          segment: h.from,
+          generation,
+          ...(h.to !== undefined && { endOffset: h.to }),
+          reason: h.reason,
+          at,
+        });
+      }
+    }
     if (more.length > 0) await ledger.record(...more);
-    const base = floorBeforeFirstCopy(segments.map((s) => s.start), ledger.state.floor);
+    const starts = [
+      ...segments.map((s) => s.start),
+      ...report.holes.map((h) => h.from),
+      ...report.lost.map((l) => l.from),
+    ];
+    const base = floorBeforeFirstCopy(starts, ledger.state.floor);
     const floor = computeFloor(
       segmentsOf(ledger.state).map((r) => ({
         start: r.start,
-        endOffset: r.meta?.endOffset,
+        endOffset: r.meta?.endOffset ?? r.lostEndOffset,
         copied: r.state === "COPY_SEGMENT_FINISHED",
-        lost: false,
+        lost: r.state === "LOST_BEFORE_UPLOAD",
       })),
       base,
     );
@@ -363,4 +571,5 @@ async function writeState(
   } finally {
     await ledger.close();
   }
+  return accepted;
 }

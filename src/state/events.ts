@@ -101,6 +101,46 @@ export interface LostBeforeUploadEvent {
   at: number;
 }
 
+/**
+ * The bucket holds no usable copy of a segment the partition had: restore or a rebuild from the
+ * bucket found its object missing or unusable (a manifest lists it, or the copies around it leave
+ * the range uncovered). Reads answer the range as a gap; the floor stops before it, so nothing
+ * after it is evicted, until it is settled (the segment copied again, its object found good, or
+ * the loss recorded with `lost_before_upload`).
+ */
+export interface HoleEvent {
+  type: "hole";
+  segment: bigint;
+  generation: bigint;
+  /** The last offset of the missing range, when known. */
+  endOffset?: bigint;
+  /** Why no copy could be used, naming the object. */
+  reason: string;
+  at: number;
+}
+
+/**
+ * This agent retired an incarnation or generation of the partition: the topic was recreated (a
+ * new incarnation) or the partition purged (a new generation). Only what was retired this way is
+ * ever swept from the bucket, after `orphan_grace`. Never the current incarnation and generation.
+ */
+export interface RetiredEvent {
+  type: "retired";
+  incarnation: bigint;
+  generation: bigint;
+  /** Why, in words (`recreated: …`, `purged: …`). */
+  reason: string;
+  at: number;
+}
+
+/** The objects of a retired incarnation or generation are deleted from the bucket. */
+export interface RetiredSweptEvent {
+  type: "retired_swept";
+  incarnation: bigint;
+  generation: bigint;
+  at: number;
+}
+
 /** `tiered_up_to_offset` advanced (monotone within a generation). */
 export interface FloorEvent {
   type: "floor";
@@ -129,7 +169,10 @@ export type JournalEvent =
   | DeleteFinishedEvent
   | LostBeforeUploadEvent
   | FloorEvent
-  | EvictedEvent;
+  | EvictedEvent
+  | HoleEvent
+  | RetiredEvent
+  | RetiredSweptEvent;
 
 /** The events that concern one segment (they carry `segment` and `generation`). */
 export type SegmentEvent = Extract<JournalEvent, { segment: bigint }>;

@@ -11,9 +11,13 @@ export const SEGMENT_STATES = [
   "DELETE_SEGMENT_STARTED",
   "DELETE_SEGMENT_FINISHED",
   "LOST_BEFORE_UPLOAD",
+  "HOLE",
 ] as const;
 
-/** A segment's remote lifecycle state (KIP-405 plus DANGLING). A segment with no record is LOCAL. */
+/**
+ * A segment's remote lifecycle state (KIP-405 plus DANGLING, LOST_BEFORE_UPLOAD and HOLE). A
+ * segment with no record is LOCAL.
+ */
 export type SegmentState = typeof SEGMENT_STATES[number];
 
 /** One segment of one generation, as the journal knows it. Records are never mutated. */
@@ -37,6 +41,8 @@ export interface SegmentRecord {
   readonly danglingReason?: string;
   /** Set from DELETE_SEGMENT_STARTED on. */
   readonly deleteCause?: DeleteCause;
-  /** End offset reported with LOST_BEFORE_UPLOAD, when known. */
+  /** End offset reported with LOST_BEFORE_UPLOAD or HOLE, when known. */
   readonly lostEndOffset?: bigint;
+  /** Why the bucket holds no usable copy (HOLE). */
+  readonly holeReason?: string;
 }

@@ -24,6 +24,30 @@ export interface PartitionState {
    * objects still need cleanup and retention); only the current one takes new copies.
    */
   readonly segments: ReadonlyMap<bigint, ReadonlyMap<bigint, SegmentRecord>>;
+  /**
+   * Incarnations and generations this agent retired and has not swept from the bucket yet, by
+   * {@linkcode retiredKey}. Absent when there are none.
+   */
+  readonly retired?: ReadonlyMap<string, RetiredGeneration>;
+}
+
+/** An incarnation and generation this agent retired (the topic recreated, the partition purged). */
+export interface RetiredGeneration {
+  readonly incarnation: bigint;
+  readonly generation: bigint;
+  readonly reason: string;
+  /** ms since the epoch when it was retired (the sweep's grace counts from here). */
+  readonly at: number;
+}
+
+/** The key of a retired incarnation and generation: `{incarnation hex}-{generation}`. */
+export function retiredKey(incarnation: bigint, generation: bigint): string {
+  return `${incarnation.toString(16).padStart(16, "0")}-${generation}`;
+}
+
+/** The retired incarnations and generations of a state, oldest retirement first. */
+export function retiredOf(state: PartitionState): RetiredGeneration[] {
+  return [...(state.retired?.values() ?? [])].sort((a, b) => a.at - b.at);
 }
 
 /** An event that the partition's state does not allow; the worker must never journal one. */
@@ -172,6 +196,15 @@ export function snapshotEvents(state: PartitionState, at: number): JournalEvent[
   if (state.floor >= 0n) {
     out.push({ type: "floor", generation: state.generation, tieredUpTo: state.floor, at });
   }
+  for (const r of retiredOf(state)) {
+    out.push({
+      type: "retired",
+      incarnation: r.incarnation,
+      generation: r.generation,
+      reason: r.reason,
+      at: r.at,
+    });
+  }
   return out;
 }
 
@@ -182,6 +215,14 @@ function byStart(a: SegmentRecord, b: SegmentRecord): number {
 /** The events that take a LOCAL segment to `r`. */
 function recordChain(r: SegmentRecord): SegmentEvent[] {
   const id = { segment: r.start, generation: r.generation, at: r.since };
+  if (r.state === "HOLE") {
+    return [{
+      type: "hole",
+      ...id,
+      ...(r.lostEndOffset !== undefined && { endOffset: r.lostEndOffset }),
+      reason: r.holeReason ?? "",
+    }];
+  }
   if (r.state === "LOST_BEFORE_UPLOAD") {
     return [{
       type: "lost_before_upload",
@@ -216,12 +257,41 @@ type Change =
     kind: "partition";
     fields: Pick<PartitionState, "incarnation" | "device" | "inode" | "generation" | "floor">;
     reset: boolean;
-  };
+  }
+  | { kind: "retired"; add?: RetiredGeneration; remove?: RetiredGeneration };
 
 function commit(state: PartitionState, change: Change, inPlace: boolean): PartitionState {
   if (change.kind === "partition") {
     const segments = change.reset ? new Map() : state.segments;
-    return { ...change.fields, segments };
+    // What becomes current again (adopted anew) is no longer retired: never sweep the current.
+    const { incarnation, generation } = change.fields;
+    const key = incarnation === undefined ? undefined : retiredKey(incarnation, generation);
+    let retired = state.retired;
+    if (key !== undefined && retired?.has(key)) {
+      const copy = new Map(retired);
+      copy.delete(key);
+      retired = copy.size > 0 ? copy : undefined;
+    }
+    return { ...change.fields, segments, ...(retired && { retired }) };
+  }
+  if (change.kind === "retired") {
+    const retired = new Map(state.retired);
+    let segments = state.segments;
+    if (change.add) {
+      retired.set(retiredKey(change.add.incarnation, change.add.generation), change.add);
+    }
+    if (change.remove) {
+      const { incarnation, generation } = change.remove;
+      retired.delete(retiredKey(incarnation, generation));
+      // A swept generation of the current incarnation has no objects left: its records go too.
+      if (incarnation === state.incarnation && state.segments.has(generation)) {
+        const copy = new Map(state.segments);
+        copy.delete(generation);
+        segments = copy;
+      }
+    }
+    const { retired: _old, ...rest } = state;
+    return { ...rest, segments, ...(retired.size > 0 && { retired }) };
   }
   const { record } = change;
   // Only fold() passes inPlace, on maps it copied itself, so nobody else sees the mutation.
@@ -318,6 +388,30 @@ function plan(state: PartitionState, event: JournalEvent): Change {
         reset: false,
       };
     }
+    case "retired": {
+      if (event.incarnation === state.incarnation && event.generation === state.generation) {
+        throw new JournalStateError(
+          event,
+          "PARTITION",
+          `incarnation ${event.incarnation.toString(16)} generation ${event.generation} is the ` +
+            "current one and cannot be retired",
+        );
+      }
+      const { type: _type, ...retired } = event;
+      return { kind: "retired", add: retired };
+    }
+    case "retired_swept": {
+      const known = state.retired?.get(retiredKey(event.incarnation, event.generation));
+      if (!known) {
+        throw new JournalStateError(
+          event,
+          "PARTITION",
+          `incarnation ${event.incarnation.toString(16)} generation ${event.generation} was ` +
+            "not retired",
+        );
+      }
+      return { kind: "retired", remove: known };
+    }
     default:
       return { kind: "segment", record: planSegment(state, event) };
   }
@@ -333,10 +427,26 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
     refuse(`generation is ahead of the partition's generation ${state.generation}`);
   }
   const base = { start: event.segment, generation: event.generation, evicted: false };
-  // A new attempt may start on a LOCAL segment, or after a dangling copy was cleaned up.
-  const fresh = !prev ||
+  // A new attempt may start on a LOCAL segment, after a dangling copy was cleaned up, or on a
+  // hole (the broker still had the segment, or its object came back).
+  const fresh = !prev || prev.state === "HOLE" ||
     (prev.state === "DELETE_SEGMENT_FINISHED" && prev.deleteCause === "dangling");
   switch (event.type) {
+    case "hole": {
+      if (event.generation !== state.generation) {
+        refuse(`only the current generation ${state.generation} takes new segments`);
+      }
+      if (!fresh || prev?.state === "HOLE") {
+        refuse("a hole is recorded only on a LOCAL or cleaned-up dangling segment");
+      }
+      return {
+        ...base,
+        state: "HOLE",
+        since: event.at,
+        holeReason: event.reason,
+        ...(event.endOffset !== undefined && { lostEndOffset: event.endOffset }),
+      };
+    }
     case "copy_started":
     case "lost_before_upload": {
       if (event.generation !== state.generation) {
@@ -414,4 +524,12 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
 /** A cleaned-up failed copy: its record no longer holds anything back. */
 export function isCleanedDangling(r: SegmentRecord): boolean {
   return r.state === "DELETE_SEGMENT_FINISHED" && r.deleteCause === "dangling";
+}
+
+/**
+ * True when a fresh copy of the segment may start: it has no record, its failed copy was cleaned
+ * up, or it is a hole (the bucket lost its copy and the broker still has the segment).
+ */
+export function mayStartCopy(r: SegmentRecord | undefined): boolean {
+  return r === undefined || r.state === "HOLE" || isCleanedDangling(r);
 }

@@ -26,6 +26,7 @@ const EXTRA_KEYS = [
   "danglingReason",
   "deleteCause",
   "lostEndOffset",
+  "holeReason",
 ] as const satisfies readonly (keyof Extras)[];
 
 function u64(value: bigint, what: string): bigint {

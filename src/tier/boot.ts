@@ -6,13 +6,16 @@
 import { incarnationHex } from "../layout/partition.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
+import { directoryContradicts } from "../partition/journal_fit.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
-import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
+import { getSegment, type PartitionState, retiredOf, segmentsOf } from "../state/segment_state.ts";
 import { judgeIncarnation, type KnownSegment } from "./incarnation_evidence.ts";
 import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext } from "./phase.ts";
 import { adoptFromBucket, localPrefixHash, rebuildFromBucket, type Rebuilt } from "./rebuild.ts";
+import { announceRetired, retiredEvents } from "./retirement.ts";
+import { describeHole } from "../restore/holes.ts";
 
 /** The reason a partition directory tierd never saw, with nothing in the bucket, gets. */
 export const FIRST_SEEN = "first seen (nothing in the bucket)";
@@ -119,6 +122,11 @@ async function settleIncarnation(
         reason: p.reason,
       });
     }
+    if (rebuilt.holes.length > 0) {
+      ctx.log.error("the bucket has holes: read as gaps, nothing after them evicted", {
+        holes: rebuilt.holes.map(describeHole),
+      });
+    }
     return { kind: "rebuilt", rebuilt };
   }
   const reason = rejected.length === 0
@@ -127,6 +135,12 @@ async function settleIncarnation(
   return await startNew(ctx, ledger, part, reason);
 }
 
+/**
+ * Records a new incarnation. When the journal had one (the directory was recreated), that one is
+ * retired — every generation it has records of, and its current one — right after, in the same
+ * append, and its tombstones are written: only the sweep deletes it, after `orphan_grace`.
+ * Incarnations of the bucket that were never this journal's are not retired: not ours to delete.
+ */
 async function startNew(
   ctx: PhaseContext,
   ledger: PartitionLedger,
@@ -144,25 +158,33 @@ async function startNew(
   } else if (reason !== FIRST_SEEN) {
     ctx.log.warn("new incarnation", { incarnation: incarnationHex(incarnation), evidence: reason });
   }
-  await ledger.record({
-    type: "incarnation",
-    incarnation,
-    device: part.device,
-    inode: part.inode,
-    at: ctx.clock.now(),
-  });
+  const at = ctx.clock.now();
+  const before = ledger.state;
+  const retiring = old === undefined
+    ? []
+    : retiredEvents(old, [before.generation, ...before.segments.keys()], reason, at);
+  await ledger.record(
+    { type: "incarnation", incarnation, device: part.device, inode: part.inode, at },
+    ...retiring,
+  );
+  if (old !== undefined) {
+    await announceRetired(
+      ctx,
+      ledger,
+      retiredOf(ledger.state).filter((r) => r.incarnation === old),
+    );
+  }
   return { kind: "new", incarnation, reason };
 }
 
 /**
  * Whether a local segment stands where the journal says the broker's files are gone (evicted),
- * or is shorter than its verified copy: neither happens to a partition that merely went on.
+ * or is shorter than its verified copy: neither happens to a partition that merely went on. (A
+ * restart below the floor is a purge, which the pass handles.)
  */
 function reappeared(local: readonly SegmentFiles[], s: PartitionState): boolean {
-  return local.some((l) => {
-    const r = getSegment(s, s.generation, l.start);
-    return r?.meta !== undefined && (r.evicted || l.logSize < r.meta.size);
-  });
+  const c = directoryContradicts(local, s);
+  return c !== undefined && c.kind !== "restarted_below_floor";
 }
 
 /** The verified copies of the current generation a journal knows. */

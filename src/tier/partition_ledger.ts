@@ -2,6 +2,7 @@
 // and kept index copies beside it. Every change is validated, journaled (fsynced) and only then
 // applied, so the in-memory state never runs ahead of what a restart would replay.
 import { rename, unlink } from "node:fs/promises";
+import type { KeySpace } from "../layout/key_space.ts";
 import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import { markerOf } from "../layout/segment_facts.ts";
@@ -21,12 +22,7 @@ import {
   snapshotEvents,
 } from "../state/segment_state.ts";
 
-/** Where a partition's objects live: the parts of a key that are not the partition's own. */
-export interface KeySpace {
-  /** Key prefix of the configured backend. */
-  prefix: string;
-  clusterId: string;
-}
+export type { KeySpace } from "../layout/key_space.ts";
 
 /** The journal, folded state and markers of one partition. */
 export class PartitionLedger {

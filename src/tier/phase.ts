@@ -1,10 +1,12 @@
 // What every phase of a partition's pass is given, and the shape of what it hands back: each
 // phase takes its inputs explicitly and returns its own outcome, so it can be tested alone.
 import type { Clock } from "../../providers/clock.ts";
+import type { ListingProgress } from "../../providers/listing.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
 import { isRetryable, type ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../config/schema.ts";
+import type { KeySpaceOwner } from "../layout/key_space.ts";
 import type { Logger } from "../log.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import type { TierObserver } from "./observer.ts";
@@ -26,6 +28,16 @@ export interface PhaseContext {
   partPool?: PartBufferPool;
   /** Paces the reads-back of copies whose store keeps no checksum (`fetch_bandwidth`). */
   readBandwidth?: Bandwidth;
+  /**
+   * The key space's owner (this agent): named in manifests and tombstones, and whose lineage
+   * decides which manifests in the bucket are this key space's. Absent in unit tests: then
+   * every manifest counts, and none is written with an owner.
+   */
+  owner?: KeySpaceOwner;
+  /** The store in words, for errors (`s3 http://… bucket 'b'`). */
+  storeDescription?: string;
+  /** Told each page of the bucket's listing while a partition's state is rebuilt from it. */
+  rebuildProgress?: (progress: ListingProgress) => void;
 }
 
 /** What went wrong in a phase, for the pass report. */

@@ -1,7 +1,7 @@
 // The bucket rebuilds what the host lost. With no journal (a new or wiped state dir, or a
-// damaged journal set aside), the partition's incarnation is chosen by content among those in
-// the bucket and a fresh journal records what the bucket proves, markers and kept index copies
-// included. With a journal that is only behind (truncated, or markers it does not list), the
+// damaged journal set aside), the partition's incarnation is chosen by evidence among the
+// bucket's candidates — never by date — and a fresh journal records what the bucket proves,
+// markers and kept index copies included, and the holes it has. With a journal that is only behind (truncated, or markers it does not list), the
 // copies it lacks are adopted from the bucket instead of being called lost.
 import { forEachBounded } from "../../providers/concurrency.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
@@ -25,9 +25,15 @@ import {
   headSegments,
   type InventoryProblem,
   listRemoteGenerations,
-  type RemoteGeneration,
   type RemoteSegment,
 } from "./remote_inventory.ts";
+import {
+  type Candidate,
+  CandidatesCompete,
+  describeCandidate,
+  findCandidates,
+} from "./remote_candidates.ts";
+import { describeHole, findHoles, type Hole } from "../restore/holes.ts";
 
 /** Index copies fetched at once while rebuilding. */
 const FETCH_CONCURRENCY = 8;
@@ -40,6 +46,8 @@ export interface Rebuilt {
   segments: number;
   /** Of those, the ones with no local files (recorded evicted, marker written). */
   evicted: number;
+  /** Offsets the bucket should hold and does not (recorded as holes). */
+  holes: Hole[];
   problems: InventoryProblem[];
   verdict: IncarnationVerdict;
 }
@@ -60,12 +68,16 @@ export function localPrefixHash(local: readonly SegmentFiles[]): LocalPrefixHash
 }
 
 /**
- * Finds, among the partition's incarnations in the bucket (newest first), the one the local
- * segments continue, and rebuilds the (empty) journal from it: incarnation with the directory's
- * device and inode, generation, a verified copy per usable object, evictions for those with no
- * local files (with their markers and kept index copies).
+ * Finds, among the partition's candidates in the bucket (../tier/remote_candidates.ts: retired
+ * generations and other agents' are not candidates), the one the local segments continue, and
+ * rebuilds the (empty) journal from it: incarnation with the directory's device and inode,
+ * generation, a verified copy per usable object, evictions for those with no local files (with
+ * their markers and kept index copies), the holes the bucket has and the ranges its manifest
+ * records lost. A candidate the local bytes contradict is rejected; the one they continue is
+ * chosen, or — with no local bytes to compare — the only one there is.
  * @returns what was rebuilt, or undefined when the bucket holds no matching incarnation
  *   (`rejected` says why each candidate was not taken)
+ * @throws {CandidatesCompete} when several candidates fit and nothing decides between them
  */
 export async function rebuildFromBucket(
   ctx: PhaseContext,
@@ -74,27 +86,33 @@ export async function rebuildFromBucket(
   local: readonly SegmentFiles[],
   keySpace: KeySpace,
 ): Promise<{ rebuilt?: Rebuilt; rejected: string[] }> {
-  const root = partitionRoot({ ...ledger.id, ...keySpace });
-  const gens = await withSegmentDeadline(
+  const set = await withSegmentDeadline(
     ctx,
     "housekeeping",
-    (store) => listRemoteGenerations(store, root),
+    (store) =>
+      findCandidates(store, keySpace, ledger.id, {
+        lineage: ctx.owner?.lineage(),
+        listing: {
+          clock: ctx.clock,
+          describe: ctx.storeDescription,
+          onPage: (p) => {
+            ctx.rebuildProgress?.(p);
+            if (p.pages % 50 === 0) {
+              ctx.log.info("listing the bucket to rebuild the partition's state", { ...p });
+            }
+          },
+        },
+      }),
   );
-  const rejected: string[] = [];
-  const seen = new Set<bigint>();
+  const rejected = set.excluded.map((e) => `${describeCandidate(e.candidate)}: ${e.reason}`);
   const hash = localPrefixHash(local);
   const localStarts = local.map((s) => s.start);
-  for (const candidate of gens) {
-    if (seen.has(candidate.incarnation)) continue;
-    seen.add(candidate.incarnation);
-    // The incarnation's current generation is its highest one in the bucket.
-    const gen = gens
-      .filter((g) => g.incarnation === candidate.incarnation)
-      .reduce((a, b) => (b.generation > a.generation ? b : a));
+  const fitting: { candidate: Candidate; inventory: Inventory; verdict: IncarnationVerdict }[] = [];
+  for (const candidate of set.eligible) {
     const inventory = await withSegmentDeadline(
       ctx,
       "housekeeping",
-      (store) => headSegments(store, gen),
+      (store) => headSegments(store, candidate.objects),
     );
     const verdict = await judgeIncarnation(
       localStarts,
@@ -103,55 +121,119 @@ export async function rebuildFromBucket(
       "bucket",
     );
     if (verdict.verdict === "different") {
-      rejected.push(`incarnation ${gen.incarnation.toString(16)}: ${verdict.reason}`);
+      rejected.push(`${describeCandidate(candidate)}: ${verdict.reason}`);
       continue;
     }
-    const rebuilt = await recordRebuilt(ctx, ledger, part, gen, inventory.segments, local);
-    return { rebuilt: { ...rebuilt, problems: inventory.problems, verdict }, rejected };
+    fitting.push({ candidate, inventory, verdict });
   }
-  return { rejected };
+  const same = fitting.filter((f) => f.verdict.verdict === "same");
+  const pool = same.length > 0 ? same : fitting;
+  if (pool.length === 0) return { rejected };
+  if (pool.length > 1) throw new CandidatesCompete(ledger.label, pool.map((f) => f.candidate));
+  const { candidate, inventory, verdict } = pool[0];
+  const rebuilt = await recordRebuilt(ctx, ledger, part, candidate, inventory, local);
+  return { rebuilt: { ...rebuilt, problems: inventory.problems, verdict }, rejected };
 }
+
+/** What HEADs found of a candidate's objects. */
+type Inventory = { segments: RemoteSegment[]; problems: InventoryProblem[] };
 
 async function recordRebuilt(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   part: DiscoveredPartition,
-  gen: RemoteGeneration,
-  segments: readonly RemoteSegment[],
+  candidate: Candidate,
+  inventory: Inventory,
   local: readonly SegmentFiles[],
 ): Promise<Omit<Rebuilt, "problems" | "verdict">> {
   const at = ctx.clock.now();
   const events: JournalEvent[] = [{
     type: "incarnation",
-    incarnation: gen.incarnation,
+    incarnation: candidate.incarnation,
     device: part.device,
     inode: part.inode,
     at,
   }];
-  if (gen.generation > 0n) events.push({ type: "generation", generation: gen.generation, at });
+  if (candidate.generation > 0n) {
+    events.push({ type: "generation", generation: candidate.generation, at });
+  }
   await ledger.record(...events);
-  const evicted = await recordCopies(ctx, ledger, segments, local);
-  await recordRetentionBase(ctx, ledger, segments);
+  const evicted = await recordCopies(ctx, ledger, inventory.segments, local);
+  const report = findHoles({
+    good: inventory.segments.map((s) => ({ start: s.start, end: s.facts.endOffset })),
+    bad: inventory.problems.filter((p) => p.start !== undefined).map((p) => ({
+      start: p.start!,
+      end: p.endOffset,
+      reason: `${p.key}: ${p.reason}`,
+    })),
+    manifest: candidate.manifest,
+  });
+  await recordGaps(ctx, ledger, report, local);
+  await recordRetentionBase(ctx, ledger, [
+    ...inventory.segments.map((s) => s.start),
+    ...report.holes.map((h) => h.from),
+    ...report.lost.map((l) => l.from),
+  ]);
   return {
-    incarnation: gen.incarnation,
-    generation: gen.generation,
-    segments: segments.length,
+    incarnation: candidate.incarnation,
+    generation: candidate.generation,
+    segments: inventory.segments.length,
     evicted,
+    holes: report.holes,
   };
 }
 
 /**
- * The floor of the rebuilt journal starts right before the bucket's first copy
- * (`floorBeforeFirstCopy`), so it can advance over the copies (it never crosses offsets no record
- * covers) and nothing below it is reported lost.
+ * Records the bucket's holes (each read as a gap, holding the floor back until it is settled —
+ * by the copy phase, where the broker still has the segment) and the ranges its manifest records
+ * lost before upload.
+ */
+async function recordGaps(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  report: { holes: Hole[]; lost: { from: bigint; to: bigint }[] },
+  local: readonly SegmentFiles[],
+): Promise<void> {
+  const generation = ledger.state.generation;
+  const at = ctx.clock.now();
+  const localStarts = new Set(local.map((s) => s.start));
+  const events: JournalEvent[] = [];
+  for (const l of report.lost) {
+    if (getSegment(ledger.state, generation, l.from)) continue;
+    events.push({ type: "lost_before_upload", segment: l.from, generation, endOffset: l.to, at });
+  }
+  for (const h of report.holes) {
+    if (getSegment(ledger.state, generation, h.from)) continue;
+    events.push({
+      type: "hole",
+      segment: h.from,
+      generation,
+      ...(h.to !== undefined && { endOffset: h.to }),
+      reason: h.reason,
+      at,
+    });
+    ctx.log.error(
+      localStarts.has(h.from)
+        ? "the bucket lacks a copy the broker still has; it is copied again"
+        : "the bucket lacks a copy of offsets the broker no longer has: a hole, read as a gap",
+      { hole: describeHole(h) },
+    );
+  }
+  if (events.length > 0) await ledger.record(...events);
+}
+
+/**
+ * The floor of the rebuilt journal starts right before the bucket's first copy, hole or
+ * recorded loss (`floorBeforeFirstCopy`), so it can advance over the copies (it never crosses a
+ * hole, nor offsets no record covers) and nothing below it is reported lost.
  */
 async function recordRetentionBase(
   ctx: PhaseContext,
   ledger: PartitionLedger,
-  segments: readonly RemoteSegment[],
+  starts: readonly bigint[],
 ): Promise<void> {
   if (ledger.state.floor >= 0n) return;
-  const base = floorBeforeFirstCopy(segments.map((s) => s.start), ledger.state.floor);
+  const base = floorBeforeFirstCopy(starts, ledger.state.floor);
   if (base === ledger.state.floor) return;
   await ledger.record({
     type: "floor",
@@ -237,7 +319,12 @@ export async function adoptFromBucket(
   const inventory = await withSegmentDeadline(
     ctx,
     "housekeeping",
-    (store) => headSegments(store, { ...gen, logs: wanted }),
+    (store) =>
+      headSegments(store, {
+        ...gen,
+        logs: wanted,
+        indexes: new Map([...gen.indexes].filter(([start]) => wanted.has(start))),
+      }),
   );
   // Only a prefix-consistent chain may be adopted: a segment whose range overlaps a record
   // the journal has is not ours to invent.

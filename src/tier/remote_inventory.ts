@@ -3,7 +3,8 @@
 // the source of truth tierd rebuilds its local state from, so this reads it, never trusts it
 // blindly: an object whose metadata is unusable or whose size disagrees is reported, not used.
 import { forEachBounded } from "../../providers/concurrency.ts";
-import { listAll, type ObjectStore } from "../../providers/types.ts";
+import { listBounded, type ListingOptions } from "../../providers/listing.ts";
+import type { ObjectStore } from "../../providers/types.ts";
 import { fromUserMetadata, type ObjectFacts } from "../layout/object_metadata.ts";
 import { parseSegmentKey } from "../layout/object_keys.ts";
 
@@ -15,7 +16,10 @@ export interface RemoteGeneration {
   logs: Map<bigint, string>;
   /** `.index` keys by segment start. */
   indexes: Map<bigint, string>;
-  /** The newest object's modification time, when the store says (picks the latest). */
+  /**
+   * The newest object's modification time, when the store says: for messages only. A copy is
+   * never chosen by its date (anyone can write a newer object).
+   */
   newest?: Date;
 }
 
@@ -30,6 +34,10 @@ export interface RemoteSegment {
 export interface InventoryProblem {
   key: string;
   reason: string;
+  /** The segment it is of, when the key names one. */
+  start?: bigint;
+  /** The segment's end offset, when its metadata still says. */
+  endOffset?: bigint;
 }
 
 /** HEADs in flight at once while taking an inventory. */
@@ -37,15 +45,16 @@ const HEAD_CONCURRENCY = 16;
 
 /**
  * Lists every incarnation and generation of the partition whose objects live under `root`
- * (a `partitionRoot`), newest first.
+ * (a `partitionRoot`), by incarnation id then generation. The listing is bounded
+ * (providers/listing.ts): a store that pages without end fails it, naming the prefix.
  */
 export async function listRemoteGenerations(
   store: ObjectStore,
   root: string,
-  options: { signal?: AbortSignal } = {},
+  options: ListingOptions = {},
 ): Promise<RemoteGeneration[]> {
   const byDir = new Map<string, RemoteGeneration>();
-  for (const o of await listAll(store, root, options)) {
+  for (const o of await listBounded(store, root, options)) {
     const k = parseSegmentKey(root, o.key);
     if (!k) continue;
     const dir = `${k.incarnation}-${k.generation}`;
@@ -63,8 +72,15 @@ export async function listRemoteGenerations(
     if (o.lastModified && (!g.newest || o.lastModified > g.newest)) g.newest = o.lastModified;
   }
   return [...byDir.values()].sort((a, b) =>
-    (b.newest?.getTime() ?? 0) - (a.newest?.getTime() ?? 0) ||
-    (a.generation < b.generation ? 1 : a.generation > b.generation ? -1 : 0)
+    a.incarnation < b.incarnation
+      ? -1
+      : a.incarnation > b.incarnation
+      ? 1
+      : a.generation < b.generation
+      ? -1
+      : a.generation > b.generation
+      ? 1
+      : 0
   );
 }
 
@@ -79,13 +95,21 @@ export async function headSegments(
   options: { signal?: AbortSignal } = {},
 ): Promise<{ segments: RemoteSegment[]; problems: InventoryProblem[] }> {
   const starts = [...gen.logs.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  // A segment whose .index is there but whose .log is not is a segment the bucket lost.
+  const orphanIndexes: InventoryProblem[] = [...gen.indexes]
+    .filter(([start]) => !gen.logs.has(start))
+    .map(([start, key]) => ({
+      key: key.replace(/\.index$/, ".log"),
+      start,
+      reason: "the object is missing (its .index is there)",
+    }));
   const found: (RemoteSegment | undefined)[] = new Array(starts.length);
-  const problems: InventoryProblem[] = [];
+  const problems: InventoryProblem[] = [...orphanIndexes];
   await forEachBounded(starts, HEAD_CONCURRENCY, async (start, i) => {
     const log = gen.logs.get(start)!;
     const index = gen.indexes.get(start);
     if (!index) {
-      problems.push({ key: log, reason: "its .index object is missing" });
+      problems.push({ key: log, start, reason: "its .index object is missing" });
       return;
     }
     const head = await store.head(log, options);
@@ -93,17 +117,29 @@ export async function headSegments(
     try {
       facts = fromUserMetadata(log, head.metadata);
     } catch (err) {
-      problems.push({ key: log, reason: (err as Error).message });
+      problems.push({ key: log, start, reason: (err as Error).message });
       return;
     }
+    const endOffset = facts.endOffset;
     if (head.size !== facts.size) {
       problems.push({
         key: log,
+        start,
+        endOffset,
         reason: `object is ${head.size} bytes, metadata says ${facts.size}`,
+      });
+      return;
+    }
+    if (endOffset < start) {
+      problems.push({
+        key: log,
+        start,
+        reason: `metadata says the segment ends at ${endOffset}, before it starts`,
       });
       return;
     }
     found[i] = { start, keys: { log, index }, facts };
   });
+  problems.sort((a, b) => ((a.start ?? 0n) < (b.start ?? 0n) ? -1 : 1));
   return { segments: found.filter((s): s is RemoteSegment => s !== undefined), problems };
 }

@@ -13,7 +13,8 @@ import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
-import { discoverPartitions } from "../partition/discover.ts";
+import { type DiscoveredPartition, discoverPartitions } from "../partition/discover.ts";
+import type { KeySpaceOwner } from "../layout/key_space.ts";
 import type { PartitionState } from "../state/segment_state.ts";
 import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
 import type { BrokerClient } from "./broker_client.ts";
@@ -81,7 +82,17 @@ export interface TierEnv {
   pacer?: OpClassPacer;
   /** Counts the agent's other store traffic, so housekeeping waits until it is idle. */
   meter?: RequestMeter;
+  /** This agent as the key space's owner (manifests, tombstones, which manifests are ours). */
+  owner?: KeySpaceOwner;
+  /** The store in words, for errors. @default `${store.kind} store` */
+  describe?: string;
 }
+
+/**
+ * How long reads of a partition whose directory went away answer "retry" (a topic being
+ * recreated comes back within it); after it, the partition is unknown (its topic was deleted).
+ */
+const VANISHED_PENDING_MS = 30_000;
 
 /** Keeps one {@link PartitionTier} per partition directory across passes. */
 export class TierWorker {
@@ -93,6 +104,12 @@ export class TierWorker {
   readonly #partitions = new Map<string, PartitionTier>();
   /** Partitions whose state could not be opened in the last pass, and why. */
   readonly #failedOpen = new Map<string, string>();
+  /** Partitions found but not opened yet (journal replay, rebuild from the bucket), by label. */
+  readonly #opening = new Map<string, string>();
+  /** Every partition found at start was opened (or failed to) once. */
+  #started = false;
+  /** Partitions whose directory went away while open (ms since the epoch, by label). */
+  readonly #vanished = new Map<string, number>();
   /** Journals of partitions not open here (no broker directory), read-only. */
   readonly #journals: JournalStateReader;
   /** Background jobs (manifests, verify pass, sweeps), run between passes. */
@@ -137,6 +154,8 @@ export class TierWorker {
       // Reads-back of copies whose store keeps no checksum honour the download limit too (a
       // bucket of their own, at the same rate as the read path's).
       readBandwidth: new TokenBucket(ts.fetch_bandwidth, { clock }),
+      owner: env.owner,
+      storeDescription: env.describe,
     };
     this.#evictor = chooseEvictor(env, clock);
     this.housekeeper = new Housekeeper({
@@ -146,6 +165,7 @@ export class TierWorker {
       logger,
       observer,
       keySpace: { prefix: env.prefix, clusterId: env.config.agent.cluster_id },
+      owner: env.owner,
       targets: () => this.partitions,
       meter: env.meter,
     });
@@ -176,7 +196,10 @@ export class TierWorker {
       a.id.stream === id.stream && a.id.topic === id.topic && a.id.partition === id.partition
     );
     if (p) return Promise.resolve(p.state);
-    if (this.#failedOpen.has(partitionLabel(id))) return Promise.resolve(undefined);
+    const label = partitionLabel(id);
+    // A partition whose directory this worker saw go (its topic deleted) has no state to read
+    // from: its old journal describes another topic's data.
+    if (this.#failedOpen.has(label) || this.#vanished.has(label)) return Promise.resolve(undefined);
     return this.#journals.state(id);
   }
 
@@ -185,8 +208,28 @@ export class TierWorker {
     const label = partitionLabel(id);
     const failed = this.#failedOpen.get(label);
     if (failed) return { state: "failed", detail: failed };
+    const opening = this.#opening.get(label);
+    if (opening) return { state: "opening", detail: opening };
     const p = this.partitions.find((a) => a.label === label);
     return p && partitionHealth(p.boot);
+  }
+
+  /**
+   * Why a partition's state is not known yet (see `PartitionStateSource.pending`): the agent is
+   * starting, or opening it now, or could not open it (tried again every pass).
+   */
+  pending(id: PartitionId): string | undefined {
+    const label = partitionLabel(id);
+    const opening = this.#opening.get(label);
+    if (opening) return opening;
+    const failed = this.#failedOpen.get(label);
+    if (failed) return `its state could not be opened (${failed}); tried again every pass`;
+    if (!this.#started) return "the agent is starting: journals are replayed, partitions opened";
+    const gone = this.#vanished.get(label);
+    if (gone !== undefined && this.#shared.clock.now() - gone < VANISHED_PENDING_MS) {
+      return "the broker's directory is gone: the topic was deleted, or is being recreated";
+    }
+    return undefined;
   }
 
   /** Rewrites every partition's journal as a snapshot (between passes). */
@@ -314,6 +357,40 @@ export class TierWorker {
     const seen = new Set<string>();
     const out: PartitionTier[] = [];
     const failed: PartitionPassReport[] = [];
+    // Every partition not open yet is "opening" until it is: its reads answer "retry".
+    for (const part of found) {
+      const open = this.#partitions.get(part.dir);
+      if (open && open.state.device === part.device && open.state.inode === part.inode) continue;
+      const label = partitionLabel(part);
+      if (!this.#failedOpen.has(label)) {
+        this.#opening.set(label, "the agent is opening its state (journal, markers, the bucket)");
+      }
+    }
+    try {
+      await this.#openAll(found, seen, out, failed);
+    } finally {
+      this.#opening.clear();
+      this.#started = true;
+    }
+    for (const [dir, p] of this.#partitions) {
+      if (!seen.has(dir)) {
+        this.#vanished.set(p.label, this.#shared.clock.now());
+        this.#logger.info("partition directory gone; its work stops", { partition: p.label });
+        this.#shared.observer.segmentsDamaged?.(p.id, 0);
+        await p.close();
+        this.#partitions.delete(dir);
+      }
+    }
+    return { partitions: out, failed };
+  }
+
+  async #openAll(
+    found: DiscoveredPartition[],
+    seen: Set<string>,
+    out: PartitionTier[],
+    failed: PartitionPassReport[],
+  ): Promise<void> {
+    const config = this.#config;
     for (const part of found) {
       seen.add(part.dir);
       let p = this.#partitions.get(part.dir);
@@ -327,13 +404,23 @@ export class TierWorker {
         const log = this.#logger.child({ partition: label });
         try {
           p = await PartitionTier.open(
-            { ...this.#shared, log },
+            {
+              ...this.#shared,
+              log,
+              rebuildProgress: (progress) =>
+                this.#opening.set(
+                  label,
+                  `rebuilding its state from the bucket: ${progress.pages} pages, ` +
+                    `${progress.keys} keys listed so far`,
+                ),
+            },
             part,
             { prefix: this.#prefix, clusterId: config.agent.cluster_id },
             this.#evictor,
           );
         } catch (err) {
           this.#failedOpen.set(label, (err as Error).message);
+          this.#opening.delete(label);
           log.error("cannot open the partition's state; tried again next pass", { err });
           failed.push({
             ...emptyPassReport(label, -1n),
@@ -345,18 +432,11 @@ export class TierWorker {
         }
         this.#partitions.set(part.dir, p);
         this.#failedOpen.delete(label);
+        this.#opening.delete(label);
+        this.#vanished.delete(label);
       }
       out.push(p);
     }
-    for (const [dir, p] of this.#partitions) {
-      if (!seen.has(dir)) {
-        this.#logger.info("partition directory gone; its work stops", { partition: p.label });
-        this.#shared.observer.segmentsDamaged?.(p.id, 0);
-        await p.close();
-        this.#partitions.delete(dir);
-      }
-    }
-    return { partitions: out, failed };
   }
 
   /** Waits for a running pass, then closes every partition's journal. */

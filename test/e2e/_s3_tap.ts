@@ -43,7 +43,7 @@ export interface S3Tap {
   close(): Promise<void>;
 }
 
-function opOf(method: string, query: URLSearchParams): S3Op {
+export function opOf(method: string, query: URLSearchParams): S3Op {
   if (method === "POST" && query.has("uploads")) return "CreateMultipartUpload";
   if (method === "PUT" && query.has("partNumber")) return "UploadPart";
   if (method === "POST" && query.has("uploadId")) return "CompleteMultipartUpload";

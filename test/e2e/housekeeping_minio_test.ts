@@ -2,9 +2,9 @@
 // tierd's own counters: each run sends at most `request_quota` requests, and the next run goes
 // on where the last one stopped. The verify pass reports a deleted copy of an evicted segment
 // (error line, tierd_remote_objects_missing_total) and turns a deleted copy of a segment still
-// local DANGLING, so the next pass copies it again; the orphan sweep deletes an old
-// incarnation's objects (after a recreate) only once `orphan_grace` has passed, never the
-// current one's; the multipart sweep aborts an upload under tierd's prefix once it is a day old,
+// local DANGLING, so the next pass copies it again; the sweep deletes an incarnation this agent
+// retired (after a recreate) only once `orphan_grace` has passed since, never the current one's,
+// and never one it did not retire (a stranger's, planted under the partition's root); the multipart sweep aborts an upload under tierd's prefix once it is a day old,
 // not while fresh, and never one outside the prefix; `manifest.json` lists the copies and is
 // rewritten only when they change, at most every `manifest_upload_interval`. Time moves with a
 // clock ahead of the real one.
@@ -305,7 +305,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
       );
 
       await t.step(
-        "orphan sweep and multipart sweep: an old incarnation deleted only after orphan_grace, never the current one; an upload aborted once a day old, never outside tierd's prefix; each run within the quota",
+        "sweep and multipart sweep: a retired incarnation deleted only after orphan_grace, never the current one nor a stranger's; an upload aborted once a day old, never outside tierd's prefix; each run within the quota",
         async () => {
           const QUOTA = 2;
           const rig = await recoveryRig({
@@ -351,6 +351,12 @@ if (await minioAvailable("housekeeping against MinIO")) {
               const open = async () =>
                 (await direct.listMultipartUploads("")).map((u) => u.uploadId);
 
+              // Never this agent's to delete: an incarnation it never had (another agent's, or
+              // one planted by hand), even once far older than the grace.
+              const stranger = 0x5eed5eed5eed5eedn;
+              const strangerKey = `${root}${incarnationHex(stranger)}-0/00000000000000000000.log`;
+              await direct.put(strangerKey, new TextEncoder().encode("not tierd's"));
+
               const runs: { jobs: JobOutcome[]; requests: TapEvent[] }[] = [];
               const run = async () => {
                 const r = await agent.housekeep();
@@ -362,23 +368,46 @@ if (await minioAvailable("housekeeping against MinIO")) {
                 runs.push(r);
                 return r;
               };
-              // Now: the old incarnation is an orphan from now on; its grace starts. The fresh
-              // upload is not touched.
-              const r1 = await run();
-              assert.equal(job(r1.jobs, "orphan_sweep")?.counts.orphans, 1);
-              assert.equal(job(r1.jobs, "orphan_sweep")?.counts.swept, 0);
-              assert.equal(r1.requests.length, QUOTA);
-              assert.equal(job(r1.jobs, "multipart_sweep"), undefined, "left to the next run");
-              const r1b = await run(); // the multipart sweep the quota left for this run
-              const firstSweep = [r1, r1b].map((r) => job(r.jobs, "multipart_sweep")).find((j) =>
-                j?.complete
+              // The recreate retired the old incarnation: journaled, its tombstone written (a
+              // restore never takes it for the partition). Its grace counts from then.
+              const state = agent.worker.partitions[0].state;
+              assert.deepEqual(
+                [...state.retired!.values()].map((r) => [r.incarnation, r.generation]),
+                [[old, 0n]],
               );
-              assert.ok(firstSweep, "the multipart sweep ran");
+              const tombstone = decodeManifest(
+                manifestKey({
+                  ...rig.id,
+                  prefix: rig.prefix,
+                  clusterId: "local",
+                  incarnation: old,
+                  generation: 0n,
+                }),
+                (await direct.get(
+                  manifestKey({
+                    ...rig.id,
+                    prefix: rig.prefix,
+                    clusterId: "local",
+                    incarnation: old,
+                    generation: 0n,
+                  }),
+                )).bytes,
+              );
+              assert.ok(tombstone.retired, "the tombstone says it is retired");
+              const r1 = await run();
+              assert.equal(job(r1.jobs, "orphan_sweep")?.counts.retired, 1);
+              assert.equal(job(r1.jobs, "orphan_sweep")?.counts.swept, 0);
+              // The multipart sweep, in this run or (the quota spent) the next.
+              let firstSweep = job(r1.jobs, "multipart_sweep");
+              for (let i = 0; i < 3 && !firstSweep?.complete; i++) {
+                firstSweep = job((await run()).jobs, "multipart_sweep");
+              }
+              assert.ok(firstSweep?.complete, "the multipart sweep ran");
               assert.equal(firstSweep.counts.aborted, 0, "a fresh upload is not abandoned");
               assert.ok((await open()).includes(abandoned));
               assert.deepEqual(await objectsOf(old), oldObjects);
 
-              // 1.5 h on: swept again, still within its grace.
+              // 1.5 h on: still within its grace.
               agent.ahead(90 * MINUTE);
               const r2 = await run();
               assert.equal(job(r2.jobs, "orphan_sweep")?.counts.swept, 0);
@@ -388,21 +417,52 @@ if (await minioAvailable("housekeeping against MinIO")) {
                 "nothing deleted within the grace",
               );
 
-              // 2.5 h on: the grace has passed: the old incarnation goes, the current one stays.
+              // 2.5 h on: the grace has passed: the old incarnation goes (its tombstone last),
+              // the current one stays, and so does the stranger's.
               agent.ahead(60 * MINUTE);
-              const r3 = await run();
-              assert.equal(job(r3.jobs, "orphan_sweep")?.counts.swept, 1, JSON.stringify(r3.jobs));
-              assert.deepEqual(await objectsOf(old), [], "the orphaned incarnation is gone");
+              let swept = 0;
+              const sweepRuns: typeof runs = [];
+              for (let i = 0; i < 3 && swept === 0; i++) {
+                const r = await run();
+                sweepRuns.push(r);
+                swept += job(r.jobs, "orphan_sweep")?.counts.swept ?? 0;
+              }
+              assert.equal(swept, 1, JSON.stringify(sweepRuns.map((r) => r.jobs)));
+              assert.deepEqual(await objectsOf(old), [], "the retired incarnation is gone");
+              assert.equal(
+                await exists(
+                  direct,
+                  manifestKey({
+                    ...rig.id,
+                    prefix: rig.prefix,
+                    clusterId: "local",
+                    incarnation: old,
+                    generation: 0n,
+                  }),
+                ),
+                false,
+                "its tombstone too",
+              );
               assert.deepEqual(
                 await objectsOf(current),
                 currentObjects,
                 "the current one is whole",
               );
-              const deletes = r3.requests.filter((r) => r.op === "DeleteObjects");
+              assert.ok(await exists(direct, strangerKey), "an incarnation never ours stays");
+              const deletes = sweepRuns.flatMap((r) => r.requests).filter((r) =>
+                r.op === "DeleteObjects"
+              );
               assert.equal(deletes.length, 1);
-              const swept = logged(agent.lines, "info", /orphaned incarnation\/generation swept/);
-              assert.equal(swept.length, 1);
-              assert.equal(swept[0].prefix, `${root}${incarnationHex(old)}-0/`);
+              const sweptLines = logged(
+                agent.lines,
+                "info",
+                /retired incarnation\/generation swept/,
+              );
+              assert.equal(sweptLines.length, 1);
+              assert.equal(sweptLines[0].prefix, `${root}${incarnationHex(old)}-0/`);
+              assert.equal(agent.worker.partitions[0].state.retired, undefined, "swept, journaled");
+
+              await direct.deleteMany([strangerKey]);
 
               // A day on: the upload under tierd's prefix is abandoned and aborted; the other is
               // not tierd's and stays.

@@ -269,7 +269,12 @@ if (await minioAvailable("restore tests against MinIO")) {
           for (const { id } of PARTITIONS) {
             assert.match(
               r.stderr,
-              new RegExp(`restored ${partitionLabel(id)}: \\d+ segments .*\\d+ downloaded`),
+              new RegExp(
+                `restored ${
+                  partitionLabel(id)
+                } \\(incarnation [0-9a-f]{16} generation 0, the only ` +
+                  `incarnation and generation in the bucket\\): \\d+ segments .*\\d+ downloaded`,
+              ),
             );
             assert.match(
               r.stderr,

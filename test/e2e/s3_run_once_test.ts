@@ -23,6 +23,7 @@ import {
   startMinioReady,
 } from "../fixtures/_agent.ts";
 import { tempDir } from "../_util.ts";
+import { decodeOwnerRecord } from "../../src/ownership/owner_record.ts";
 import { decodeManifest } from "../../src/layout/manifest.ts";
 
 const KiB = 1024;
@@ -218,6 +219,14 @@ if (await minioAvailable("tierd run --once against MinIO")) {
             ),
           );
         }
+        // The key space's owner record: this agent, named in its state dir's agent.json.
+        const owner = decodeOwnerRecord(
+          "iggy/local/owner.json",
+          new Uint8Array(await (await aws.fetch(url("iggy/local/owner.json"))).arrayBuffer()),
+        );
+        const identity = JSON.parse(await readFile(join(tmp.path, "state", "agent.json"), "utf8"));
+        assert.equal(owner.agentId, identity.agent_id);
+        expectedKeys.push("iggy/local/owner.json");
         assert.deepEqual(objects.map((o) => o.key).sort(), expectedKeys.sort());
         assert.deepEqual(await minioStore(minio).listMultipartUploads("iggy/"), []);
       });

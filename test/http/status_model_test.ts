@@ -26,6 +26,7 @@ function summary(partition: number, o: Partial<PartitionSummary> = {}): Partitio
     danglingBytes: 0,
     copyLag: { segments: 2, bytes: 2000 },
     health: { state: "ok" },
+    holes: [],
     ...o,
   };
 }

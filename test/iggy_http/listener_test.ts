@@ -2,12 +2,19 @@
 // stand-in broker that answers polls of the offsets it still has in the broker's JSON: polls below
 // its first offset come from tierd and continue with the broker's own poll; a refused token reads
 // nothing from the store; auto-commit stores the offset with the client's token; a store outage
-// answers 503 + Retry-After; everything else passes through byte for byte, bodies streamed.
+// answers 503 + Retry-After; everything else passes through byte for byte, bodies streamed. A
+// partition whose state is not known yet (the agent opens or rebuilds it, or its directory no
+// longer fits its journal) answers 503 in the broker's shape, and its polls never reach the broker.
 import assert from "node:assert/strict";
+import { copyFile, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { Message } from "../../src/format/types.ts";
 import { createIggyHttp, type IggyHttp } from "../../src/iggy_http/app.ts";
 import { messageJson, polledJson, type PolledMessage } from "../../src/iggy_http/polled_json.ts";
+import { generatePartition, partitionDir } from "../../src/format/generate.ts";
+import type { ReadContextOptions } from "../../src/read/context.ts";
+import { JournalStateReader } from "../../src/read/state_source.ts";
 import { buildScenario, type Scenario } from "../read/_scenario.ts";
 
 const GOOD = "Bearer good-token";
@@ -85,6 +92,7 @@ async function withListener(
   fn: (
     o: { s: Scenario; iggy: IggyHttp; broker: Broker; messages: PolledMessage[]; first: bigint },
   ) => Promise<void>,
+  context: (s: Scenario) => Partial<ReadContextOptions> = () => ({}),
 ) {
   const s = await buildScenario({
     format: "iggy-0.9",
@@ -98,7 +106,11 @@ async function withListener(
   const messages = allMessages(s, "iggy-0.9");
   const first = s.records.find((r) => !r.evicted)!.firstOffset;
   const broker = fakeBroker(messages, first);
-  const iggy = createIggyHttp({ read: s.context(), brokerUrl: broker.url, authCacheTtlMs: 0 });
+  const iggy = createIggyHttp({
+    read: s.context(context(s)),
+    brokerUrl: broker.url,
+    authCacheTtlMs: 0,
+  });
   try {
     await fn({ s, iggy, broker, messages, first });
   } finally {
@@ -227,5 +239,81 @@ Deno.test("everything else passes through byte for byte, request bodies streamed
     );
     assert.equal(named.status, 200, "a named stream is the broker's");
     await named.body?.cancel();
+  });
+});
+
+/** The checks of a poll tierd cannot answer yet: the broker's 503 shape, never forwarded. */
+async function assertNotReadyYet(
+  iggy: IggyHttp,
+  broker: Broker,
+  s: Scenario,
+  query: string,
+  why: RegExp,
+): Promise<void> {
+  const gets = s.store.requestCount("get");
+  const calls = broker.calls.length;
+  const res = await iggy.fetch(poll(query));
+  const text = await res.text();
+  assert.equal(res.status, 503, `${query}: ${res.status} ${text}`);
+  assert.ok(Number(res.headers.get("retry-after")) >= 1, `${query}: retry-after`);
+  const body = JSON.parse(text);
+  assert.deepEqual(Object.keys(body), ["id", "code", "reason", "field"], text);
+  assert.equal(body.id, 503);
+  assert.equal(body.code, "partition_rebuilding", text);
+  assert.match(body.reason, why, text);
+  assert.deepEqual(broker.calls.slice(calls), [], `${query}: the poll reached the broker`);
+  assert.equal(s.store.requestCount("get"), gets, `${query}: the store was read`);
+}
+
+Deno.test("a poll of a partition whose state is not known yet answers 503 in the broker's shape, not forwarded", async () => {
+  const WHY = "the agent is rebuilding its state from the bucket";
+  await withListener(
+    async ({ s, iggy, broker, first }) => {
+      assert.ok(s.evicted.length > 0 && first > 10n);
+      for (
+        const q of [
+          "partition_id=0&kind=offset&value=1&count=5",
+          "partition_id=0&kind=first&count=5",
+          "partition_id=0&kind=next&count=5&consumer_id=9",
+        ]
+      ) await assertNotReadyYet(iggy, broker, s, q, new RegExp(WHY));
+    },
+    (s) => {
+      const journals = new JournalStateReader(s.config.agent.state_dir);
+      return {
+        states: { state: (id) => journals.state(id), pending: () => WHY },
+      };
+    },
+  );
+});
+
+Deno.test("a poll of a partition whose directory contradicts its journal (an evicted segment 0 back) answers 503, not forwarded", async () => {
+  await withListener(async ({ s, iggy, broker }) => {
+    assert.equal(s.evicted[0], 0n, "segment 0 is evicted");
+    // The topic was deleted and recreated behind the agent's back: the directory holds a new
+    // segment 0 (other bytes), where the journal says segment 0 was evicted.
+    const other = join(s.dir, "recreated");
+    await generatePartition({
+      format: "iggy-0.9",
+      dataDir: other,
+      ...s.ids,
+      messages: 10,
+      segmentSize: 1500,
+      payloadSize: 40,
+      seed: 99,
+    });
+    const dir = partitionDir(s.config.agent.data_dir, s.ids);
+    for (const name of await readdir(dir)) await rm(join(dir, name));
+    const fresh = partitionDir(other, s.ids);
+    for (const name of await readdir(fresh)) await copyFile(join(fresh, name), join(dir, name));
+    assert.ok((await readdir(dir)).includes("00000000000000000000.log"));
+    for (
+      const q of [
+        "partition_id=0&kind=offset&value=1&count=5",
+        "partition_id=0&kind=first&count=5",
+      ]
+    ) {
+      await assertNotReadyYet(iggy, broker, s, q, /no longer fits its journal|evicted/);
+    }
   });
 });

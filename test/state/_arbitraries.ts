@@ -27,6 +27,9 @@ export const EVENT_TYPES: JournalEventType[] = [
   "lost_before_upload",
   "floor",
   "evicted",
+  "hole",
+  "retired",
+  "retired_swept",
 ];
 
 const seg = { segment: u64(), generation: u64(), at: nat() };
@@ -83,6 +86,23 @@ export function anyEvent(): fc.Arbitrary<JournalEvent> {
       at: nat(),
     }, { noNullPrototype: true }),
     fc.record({ type: fc.constant("evicted" as const), ...seg }, { noNullPrototype: true }),
+    fc.record(
+      { type: fc.constant("hole" as const), ...seg, endOffset: u64(), reason: text() },
+      { requiredKeys: ["type", "segment", "generation", "reason", "at"], noNullPrototype: true },
+    ),
+    fc.record({
+      type: fc.constant("retired" as const),
+      incarnation: u64(),
+      generation: u64(),
+      reason: text(),
+      at: nat(),
+    }, { noNullPrototype: true }),
+    fc.record({
+      type: fc.constant("retired_swept" as const),
+      incarnation: u64(),
+      generation: u64(),
+      at: nat(),
+    }, { noNullPrototype: true }),
   );
 }
 
@@ -94,7 +114,8 @@ type ModelSegmentState =
   | "DANGLING"
   | "DELETE_SEGMENT_STARTED"
   | "DELETE_SEGMENT_FINISHED"
-  | "LOST_BEFORE_UPLOAD";
+  | "LOST_BEFORE_UPLOAD"
+  | "HOLE";
 
 interface ModelSegment {
   state: ModelSegmentState;
@@ -108,6 +129,8 @@ export class LifecycleModel {
   generation = 0n;
   floor = -1n;
   segments = new Map<string, ModelSegment>();
+  /** Retired and not swept: `{incarnation}:{generation}`. */
+  retired = new Set<string>();
 
   /** Generations that have segment records. */
   generations(): bigint[] {
@@ -128,14 +151,20 @@ export class LifecycleModel {
         return e.generation >= this.generation;
       case "floor":
         return e.generation === this.generation && e.tieredUpTo >= this.floor;
+      case "retired":
+        return e.incarnation !== this.incarnation || e.generation !== this.generation;
+      case "retired_swept":
+        return this.retired.has(`${e.incarnation}:${e.generation}`);
     }
     if (e.generation > this.generation) return false;
     const s = this.segments.get(`${e.generation}:${e.segment}`);
-    const restartable = !s || (s.state === "DELETE_SEGMENT_FINISHED" && s.cause === "dangling");
+    const cleaned = !s || (s.state === "DELETE_SEGMENT_FINISHED" && s.cause === "dangling");
     switch (e.type) {
+      case "hole":
+        return e.generation === this.generation && cleaned;
       case "copy_started":
       case "lost_before_upload":
-        return e.generation === this.generation && restartable;
+        return e.generation === this.generation && (cleaned || s?.state === "HOLE");
       case "multipart_started":
         return s?.state === "COPY_SEGMENT_STARTED";
       case "copy_finished":
@@ -165,13 +194,26 @@ export class LifecycleModel {
           this.segments.clear();
         }
         this.incarnation = e.incarnation;
+        this.retired.delete(`${this.incarnation}:${this.generation}`);
         return;
       case "generation":
         if (e.generation > this.generation) this.floor = -1n;
         this.generation = e.generation;
+        this.retired.delete(`${this.incarnation}:${this.generation}`);
         return;
       case "floor":
         this.floor = e.tieredUpTo;
+        return;
+      case "retired":
+        this.retired.add(`${e.incarnation}:${e.generation}`);
+        return;
+      case "retired_swept":
+        this.retired.delete(`${e.incarnation}:${e.generation}`);
+        if (e.incarnation === this.incarnation) {
+          for (const k of [...this.segments.keys()]) {
+            if (k.startsWith(`${e.generation}:`)) this.segments.delete(k);
+          }
+        }
         return;
     }
     const key = `${e.generation}:${e.segment}`;
@@ -179,6 +221,7 @@ export class LifecycleModel {
     const next: Record<typeof e.type, () => ModelSegment> = {
       copy_started: () => ({ state: "COPY_SEGMENT_STARTED", evicted: false }),
       lost_before_upload: () => ({ state: "LOST_BEFORE_UPLOAD", evicted: false }),
+      hole: () => ({ state: "HOLE", evicted: false }),
       multipart_started: () => s!,
       copy_finished: () => ({ state: "COPY_SEGMENT_FINISHED", evicted: false }),
       dangling: () => ({ state: "DANGLING", evicted: false }),
@@ -306,10 +349,40 @@ function build(
       };
     case "evicted":
       return { type: "evicted", segment, generation, at };
+    case "hole":
+      return {
+        type: "hole",
+        segment,
+        generation,
+        reason: c.text,
+        at,
+        ...(c.lostEnd !== null && { endOffset: c.lostEnd }),
+      };
+    case "retired":
+      return {
+        type: "retired",
+        incarnation: c.slot % 2 === 0 ? c.incarnation : model.incarnation ?? c.incarnation,
+        generation,
+        reason: c.text,
+        at,
+      };
+    case "retired_swept": {
+      const known = [...model.retired];
+      const [inc, gen] = known.length > 0
+        ? known[c.pick % known.length].split(":").map(BigInt)
+        : [c.incarnation, generation];
+      return { type: "retired_swept", incarnation: inc, generation: gen, at };
+    }
   }
 }
 
-const PARTITION_TYPES: JournalEventType[] = ["incarnation", "generation", "floor"];
+const PARTITION_TYPES: JournalEventType[] = [
+  "incarnation",
+  "generation",
+  "floor",
+  "retired",
+  "retired_swept",
+];
 const SEGMENT_TYPES = EVENT_TYPES.filter((t) => !PARTITION_TYPES.includes(t));
 
 /** Turns a choice into an event aimed at the model's current state ("any" mode: maybe illegal). */

@@ -264,3 +264,73 @@ Deno.test("a verified copy found bad while its local files remain goes DANGLING;
   );
   assert.equal(err.from, "COPY_SEGMENT_FINISHED");
 });
+
+Deno.test("a hole keeps its range and reason, and settles by a copy or a recorded loss", () => {
+  const s = fold([
+    { type: "incarnation", incarnation: 7n, device: 1, inode: 2, at: 0 },
+    { type: "hole", segment: 100n, generation: 0n, endOffset: 199n, reason: "k.log: gone", at: 1 },
+  ]);
+  const hole = getSegment(s, 0n, 100n)!;
+  assert.equal(hole.state, "HOLE");
+  assert.equal(hole.lostEndOffset, 199n);
+  assert.equal(hole.holeReason, "k.log: gone");
+  assert.deepEqual(fold(snapshotEvents(s, 0)), s);
+  // Recorded once: a second hole over it is refused.
+  stateError(() =>
+    applyEvent(s, { type: "hole", segment: 100n, generation: 0n, reason: "again", at: 2 })
+  );
+  const copied = fold([
+    { type: "copy_started", segment: 100n, generation: 0n, at: 2 },
+    { type: "copy_finished", segment: 100n, generation: 0n, ...meta, at: 3 },
+  ], s);
+  assert.equal(getSegment(copied, 0n, 100n)?.state, "COPY_SEGMENT_FINISHED");
+  assert.equal(getSegment(copied, 0n, 100n)?.holeReason, undefined);
+  const lost = applyEvent(s, {
+    type: "lost_before_upload",
+    segment: 100n,
+    generation: 0n,
+    endOffset: 199n,
+    at: 2,
+  });
+  assert.equal(getSegment(lost, 0n, 100n)?.state, "LOST_BEFORE_UPLOAD");
+});
+
+Deno.test("retirement: never the current pair; kept across a new incarnation; a sweep drops its records", () => {
+  const s = fold([
+    { type: "incarnation", incarnation: 7n, device: 1, inode: 2, at: 0 },
+    { type: "copy_started", ...id, at: 1 },
+    { type: "copy_finished", ...id, ...meta, at: 2 },
+    { type: "generation", generation: 1n, at: 3 },
+    { type: "retired", incarnation: 7n, generation: 0n, reason: "purged", at: 4 },
+  ]);
+  stateError(() =>
+    applyEvent(s, { type: "retired", incarnation: 7n, generation: 1n, reason: "x", at: 5 })
+  );
+  assert.deepEqual([...s.retired!.keys()], ["0000000000000007-0"]);
+  assert.deepEqual(fold(snapshotEvents(s, 9)), s);
+  // A new incarnation resets the segments but keeps what is retired.
+  const recreated = fold([
+    { type: "incarnation", incarnation: 9n, device: 1, inode: 3, at: 6 },
+    { type: "retired", incarnation: 7n, generation: 1n, reason: "recreated", at: 6 },
+  ], s);
+  assert.deepEqual([...recreated.retired!.keys()].sort(), [
+    "0000000000000007-0",
+    "0000000000000007-1",
+  ]);
+  // Swept: gone from the retired list; for the current incarnation its records go too.
+  const swept = applyEvent(s, { type: "retired_swept", incarnation: 7n, generation: 0n, at: 7 });
+  assert.equal(swept.retired, undefined);
+  assert.equal(swept.segments.has(0n), false);
+  stateError(() =>
+    applyEvent(swept, { type: "retired_swept", incarnation: 7n, generation: 0n, at: 8 })
+  );
+  // Becoming current again un-retires it: the current pair is never swept.
+  const back = applyEvent(recreated, {
+    type: "incarnation",
+    incarnation: 7n,
+    device: 1,
+    inode: 4,
+    at: 9,
+  });
+  assert.deepEqual([...back.retired!.keys()], ["0000000000000007-1"]);
+});

@@ -8,6 +8,7 @@ import type { RetryingStore } from "../../../providers/retrying_store.ts";
 import type { Config } from "../../config/schema.ts";
 import type { Logger } from "../../log.ts";
 import type { TierObserver } from "../observer.ts";
+import type { KeySpaceOwner } from "../../layout/key_space.ts";
 import type { KeySpace } from "../partition_ledger.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { manifestsDue, uploadManifests } from "./manifest_upload.ts";
@@ -38,6 +39,8 @@ export interface HousekeeperOptions {
   logger: Logger;
   observer?: TierObserver;
   keySpace: KeySpace;
+  /** This agent as the key space's owner (named in manifests and tombstones). */
+  owner?: KeySpaceOwner;
   /** The partitions to tend (the tier worker's open ones). */
   targets: () => readonly Tended[];
   /** Store traffic other than housekeeping's own; absent: never idle, runs once per interval. */
@@ -146,6 +149,7 @@ export class Housekeeper {
       log: o.logger,
       observer: o.observer ?? {},
       keySpace: o.keySpace,
+      owner: o.owner,
       targets: o.targets().filter((t) => t.ledger.state.incarnation !== undefined),
       state,
     };

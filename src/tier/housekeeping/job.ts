@@ -6,6 +6,7 @@ import type { Config } from "../../config/schema.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { Logger } from "../../log.ts";
 import type { TierObserver } from "../observer.ts";
+import type { KeySpaceOwner } from "../../layout/key_space.ts";
 import type { KeySpace, PartitionLedger } from "../partition_ledger.ts";
 import type { HousekeepingState } from "./state.ts";
 
@@ -26,6 +27,8 @@ export interface JobEnv {
   log: Logger;
   observer: TierObserver;
   keySpace: KeySpace;
+  /** This agent as the key space's owner (absent in unit tests). */
+  owner?: KeySpaceOwner;
   targets: readonly Tended[];
   state: HousekeepingState;
 }

@@ -1,20 +1,40 @@
 // Housekeeping job: keeps each partition's `manifest.json` in step with its remote segments —
 // rewritten when the remote set changed, at most every `manifest_upload_interval`.
 import { xxh3_64 } from "../../hash.ts";
-import { encodeManifest, type Manifest, type ManifestSegment } from "../../layout/manifest.ts";
+import {
+  encodeManifest,
+  type Manifest,
+  type ManifestRange,
+  type ManifestSegment,
+} from "../../layout/manifest.ts";
 import { manifestKey } from "../../layout/object_keys.ts";
 import { segmentsOf } from "../../state/segment_state.ts";
 import { VERSION } from "../../version.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
 
-/** The manifest of a partition's current incarnation and generation, from its journal. */
-export function manifestOf(t: Tended, clusterId: string, writtenAt: number): Manifest {
+/**
+ * The manifest of a partition's current incarnation and generation, from its journal: its
+ * verified copies, the ranges recorded lost before upload and the holes, and its owner.
+ */
+export function manifestOf(
+  t: Tended,
+  clusterId: string,
+  writtenAt: number,
+  owner?: string,
+): Manifest {
   const state = t.ledger.state;
   const loc = t.ledger.location();
-  const segments: ManifestSegment[] = segmentsOf(state)
+  const records = segmentsOf(state);
+  const segments: ManifestSegment[] = records
     .filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta)
     .map((r) => ({ start: r.start, evicted: r.evicted, ...r.meta! }));
+  // A range without a recorded end reaches up to the next record.
+  const rangesIn = (kind: "LOST_BEFORE_UPLOAD" | "HOLE"): ManifestRange[] =>
+    records.filter((r) => r.state === kind).map((r) => {
+      const next = records.find((n) => n.start > r.start);
+      return { from: r.start, to: r.lostEndOffset ?? (next ? next.start - 1n : r.start) };
+    });
   return {
     ...t.ledger.id,
     clusterId,
@@ -25,6 +45,9 @@ export function manifestOf(t: Tended, clusterId: string, writtenAt: number): Man
     writtenAt,
     tierdVersion: VERSION,
     segments,
+    ...(owner !== undefined && { owner }),
+    lost: rangesIn("LOST_BEFORE_UPLOAD"),
+    holes: rangesIn("HOLE"),
   };
 }
 
@@ -36,6 +59,8 @@ function digestOf(m: Manifest): string {
     m.format,
     m.floor,
     ...m.segments.map((s) => `${s.start}:${s.checksum}:${s.evicted}`),
+    ...(m.lost ?? []).map((r) => `lost:${r.from}-${r.to}`),
+    ...(m.holes ?? []).map((r) => `hole:${r.from}-${r.to}`),
   ].join("|");
   return xxh3_64(new TextEncoder().encode(text)).toString(16);
 }
@@ -50,7 +75,8 @@ function manifestDue(env: Omit<JobEnv, "store">, t: Tended, now: number): boolea
   const last = env.state.manifests.uploaded[t.ledger.label];
   const every = env.config.tiered_storage.housekeeping.manifest_upload_interval;
   if (last && now - last.at < every) return false;
-  return last?.digest !== digestOf(manifestOf(t, env.config.agent.cluster_id, now));
+  return last?.digest !==
+    digestOf(manifestOf(t, env.config.agent.cluster_id, now, env.owner?.agentId));
 }
 
 /** Uploads the manifests that are due. */
@@ -59,7 +85,7 @@ export async function uploadManifests(env: JobEnv): Promise<JobOutcome> {
   for (const t of env.targets) {
     const now = env.clock.now();
     if (!manifestDue(env, t, now)) continue;
-    const m = manifestOf(t, env.config.agent.cluster_id, now);
+    const m = manifestOf(t, env.config.agent.cluster_id, now, env.owner?.agentId);
     const key = manifestKey(t.ledger.location());
     try {
       await env.store.put(key, encodeManifest(m), { contentType: "application/json" });

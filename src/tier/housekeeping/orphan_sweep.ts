@@ -1,92 +1,106 @@
-// Housekeeping job: the orphan sweep. Every `orphan_sweep_interval`, each partition's key root is
-// listed; an incarnation or generation this node no longer has — not the partition's current
-// one, and no generation its journal still records — is deleted once it has been orphaned for
-// `orphan_grace`. An incarnation the journal (or a live marker, which names only the journal's
-// incarnation) still names is never touched, nor is any partition this node does not tier.
+// Housekeeping job: the sweep of retired incarnations and generations. Every
+// `orphan_sweep_interval`, each partition's journal is asked what this agent retired (the topic
+// recreated, the partition purged — see ../retirement.ts); each one's tombstone is written if it
+// is not yet, and once `orphan_grace` has passed since it was retired, its objects are deleted
+// (listed under its own prefix, bounded), its manifest last, and the sweep is journaled.
+//
+// Nothing else is ever deleted here. "Not named by my journal" is no reason: another agent's
+// objects, an incarnation this journal never had, a copy planted by hand all stay. The
+// partition's current incarnation and generation are never swept, whatever the journal says.
+import { listBounded } from "../../../providers/listing.ts";
 import { incarnationHex } from "../../layout/partition.ts";
-import { manifestKey, partitionRoot } from "../../layout/object_keys.ts";
-import { listRemoteGenerations, type RemoteGeneration } from "../remote_inventory.ts";
+import { partitionRoot } from "../../layout/object_keys.ts";
+import { type RetiredGeneration, retiredKey, retiredOf } from "../../state/segment_state.ts";
+import { tombstoneKey, writeTombstone } from "../retirement.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
 
 /** Keys deleted per request. */
 const DELETE_BATCH = 100;
 
-/** True when an orphan sweep is due. */
+/** True when a sweep is due. */
 export function orphanSweepDue(env: Omit<JobEnv, "store">, now: number): boolean {
   const every = env.config.tiered_storage.housekeeping.orphan_sweep_interval;
   if (!Number.isFinite(every)) return false;
+  if (!env.targets.some((t) => retiredOf(t.ledger.state).length > 0)) return false;
   const last = env.state.orphans.lastSweep;
   return last === undefined || now - last >= every;
 }
 
-/** Sweeps orphaned incarnations and generations past their grace. */
+/** Writes missing tombstones and sweeps what was retired longer than `orphan_grace` ago. */
 export async function sweepOrphans(env: JobEnv): Promise<JobOutcome> {
   const out: JobOutcome = {
     job: "orphan_sweep",
     complete: true,
-    counts: { orphans: 0, swept: 0, objects: 0 },
+    counts: { retired: 0, waiting: 0, swept: 0, objects: 0 },
     errors: [],
   };
   const grace = env.config.tiered_storage.housekeeping.orphan_grace;
-  const seenNow = new Set<string>();
+  const written = new Set(env.state.orphans.tombstoned ?? []);
+  const stillRetired = new Set<string>();
   for (const t of env.targets) {
-    if (t.ledger.state.incarnation === undefined) continue;
-    const root = partitionRoot(t.ledger.location());
-    try {
-      for (const g of await listRemoteGenerations(env.store, root)) {
-        if (named(t, g)) continue;
-        const dir = `${root}${incarnationHex(g.incarnation)}-${g.generation}/`;
-        seenNow.add(dir);
-        out.counts.orphans++;
-        const now = env.clock.now();
-        const first = env.state.orphans.firstSeen[dir] ??= now;
-        if (now - first < grace) continue;
-        const keys = [
-          ...g.logs.values(),
-          ...g.indexes.values(),
-          manifestKey({
-            ...t.ledger.location(),
-            incarnation: g.incarnation,
-            generation: g.generation,
-          }),
-        ];
-        for (let i = 0; i < keys.length; i += DELETE_BATCH) {
-          const failures = await env.store.deleteMany(keys.slice(i, i + DELETE_BATCH));
-          if (failures.length > 0) throw failures[0].error;
+    const s = t.ledger.state;
+    if (s.incarnation === undefined) continue;
+    for (const r of retiredOf(s)) {
+      const id = `${t.ledger.label}@${retiredKey(r.incarnation, r.generation)}`;
+      if (r.incarnation === s.incarnation && r.generation === s.generation) continue; // never
+      stillRetired.add(id);
+      out.counts.retired++;
+      try {
+        if (!written.has(id)) {
+          await writeTombstone(env.store, t.ledger, r, env.owner?.agentId, env.clock.now());
+          written.add(id);
         }
-        delete env.state.orphans.firstSeen[dir];
-        seenNow.delete(dir);
+        if (env.clock.now() - r.at < grace) {
+          out.counts.waiting++;
+          continue;
+        }
+        out.counts.objects += await sweep(env, t, r);
+        stillRetired.delete(id);
+        written.delete(id);
         out.counts.swept++;
-        out.counts.objects += keys.length;
-        env.log.info("orphaned incarnation/generation swept from the bucket", {
+      } catch (err) {
+        out.complete = false;
+        if (err instanceof QuotaExhausted) break;
+        out.errors.push(`sweep of ${t.ledger.label} ${dirOf(r)}: ${(err as Error).message}`);
+        env.log.warn("sweep of a retired generation stopped; it goes on next run", {
           partition: t.ledger.label,
-          prefix: dir,
-          objects: keys.length,
-          orphaned_for_ms: now - first,
+          retired: dirOf(r),
+          err,
         });
       }
-    } catch (err) {
-      out.complete = false;
-      if (err instanceof QuotaExhausted) return out;
-      out.errors.push(`orphan sweep of ${t.ledger.label}: ${(err as Error).message}`);
-      env.log.warn("orphan sweep stopped for a partition; it goes on next run", {
-        partition: t.ledger.label,
-        err,
-      });
     }
   }
-  // An orphan no longer seen (adopted again, or gone) starts its grace afresh if it returns.
-  for (const dir of Object.keys(env.state.orphans.firstSeen)) {
-    if (!seenNow.has(dir)) delete env.state.orphans.firstSeen[dir];
-  }
+  env.state.orphans.tombstoned = [...written].filter((id) => stillRetired.has(id));
   if (out.complete) env.state.orphans.lastSweep = env.clock.now();
   return out;
 }
 
-/** Whether the partition's journal still names this incarnation and generation. */
-function named(t: Tended, g: RemoteGeneration): boolean {
-  const s = t.ledger.state;
-  if (g.incarnation !== s.incarnation) return false;
-  return g.generation === s.generation || s.segments.has(g.generation);
+/** Deletes a retired generation's objects (its manifest last) and journals it. */
+async function sweep(env: JobEnv, t: Tended, r: RetiredGeneration): Promise<number> {
+  const prefix = `${partitionRoot(t.ledger.location())}${dirOf(r)}/`;
+  const objects = await listBounded(env.store, prefix, { clock: env.clock });
+  const keys = [...objects.map((o) => o.key), tombstoneKey(t.ledger, r)];
+  for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+    const failures = await env.store.deleteMany(keys.slice(i, i + DELETE_BATCH));
+    if (failures.length > 0) throw failures[0].error;
+  }
+  await t.ledger.record({
+    type: "retired_swept",
+    incarnation: r.incarnation,
+    generation: r.generation,
+    at: env.clock.now(),
+  });
+  env.log.info("retired incarnation/generation swept from the bucket", {
+    partition: t.ledger.label,
+    prefix,
+    objects: keys.length,
+    reason: r.reason,
+    retired_for_ms: env.clock.now() - r.at,
+  });
+  return keys.length;
+}
+
+function dirOf(r: RetiredGeneration): string {
+  return `${incarnationHex(r.incarnation)}-${r.generation}`;
 }

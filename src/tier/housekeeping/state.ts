@@ -1,6 +1,6 @@
 // What housekeeping remembers between runs and restarts, in `{state_dir}/housekeeping.json`
 // (written durably): when each job last finished, where an unfinished verify pass stands,
-// when each orphaned incarnation was first seen gone, what each manifest last said, and which
+// which retired generations have their tombstone written, what each manifest last said, and which
 // missing objects were already reported (so a verify pass does not count them twice).
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -21,8 +21,11 @@ export interface HousekeepingState {
   };
   orphans: {
     lastSweep?: number;
-    /** `"{root}{incarnation}-{generation}/"` → ms when first seen orphaned. */
-    firstSeen: Record<string, number>;
+    /**
+     * Retired generations whose tombstone is written, `"{s}/{t}/{p}@{incarnation}-{generation}"`
+     * (only bookkeeping: a lost file means the tombstones are written again).
+     */
+    tombstoned?: string[];
   };
   manifests: {
     /** `"{s}/{t}/{p}"` → the last manifest uploaded: when, and a digest of what it listed. */
@@ -39,7 +42,7 @@ export function emptyHousekeepingState(): HousekeepingState {
   return {
     version: 1,
     verify: { cursor: {}, reported: [] },
-    orphans: { firstSeen: {} },
+    orphans: {},
     manifests: { uploaded: {} },
     multipart: {},
   };
@@ -62,7 +65,10 @@ export async function loadHousekeepingState(stateDir: string): Promise<Housekeep
       version: 1,
       lastRun: parsed.lastRun,
       verify: { ...empty.verify, ...parsed.verify },
-      orphans: { ...empty.orphans, ...parsed.orphans },
+      orphans: {
+        lastSweep: parsed.orphans?.lastSweep,
+        tombstoned: parsed.orphans?.tombstoned,
+      },
       manifests: { ...empty.manifests, ...parsed.manifests },
       multipart: { ...empty.multipart, ...parsed.multipart },
     };

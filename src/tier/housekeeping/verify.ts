@@ -4,7 +4,8 @@
 // silently: it is logged, counted and shown. A copy whose local files still exist goes DANGLING
 // (cleaned up and copied again by the next pass); an evicted one cannot be repaired and is
 // reported once, loudly. A pass spans runs: a cursor per partition says where it stands.
-import { StoreError } from "../../../providers/types.ts";
+import { probeAbsence } from "../../../providers/absence.ts";
+import { type ObjectHead, StoreError } from "../../../providers/types.ts";
 import { fromUserMetadata, sameSegment } from "../../layout/object_metadata.ts";
 import type { SegmentRecord } from "../../state/segment_state.ts";
 import { segmentsOf } from "../../state/segment_state.ts";
@@ -14,7 +15,11 @@ import { QuotaExhausted } from "./quota.ts";
 /** What is wrong with a remote copy. */
 export interface CopyProblem {
   key: string;
-  kind: "missing" | "mismatched";
+  /**
+   * `missing`: confirmed gone (a HEAD, then a listing); `mismatched`: it describes other bytes;
+   * `unreadable`: the store lists it but answers NotFound to a HEAD (not counted as missing).
+   */
+  kind: "missing" | "mismatched" | "unreadable";
   detail: string;
 }
 
@@ -32,7 +37,7 @@ export async function verifyCopies(env: JobEnv): Promise<JobOutcome> {
   const out: JobOutcome = {
     job: "verify",
     complete: true,
-    counts: { checked: 0, missing: 0, mismatched: 0, recopy: 0 },
+    counts: { checked: 0, missing: 0, mismatched: 0, unreadable: 0, recopy: 0 },
     errors: [],
   };
   const v = env.state.verify;
@@ -85,7 +90,14 @@ export async function checkCopy(
   const keys = t.ledger.keys(rec.start, rec.generation);
   const meta = rec.meta!;
   const head = await headOrMissing(env, keys.log);
-  if (!head) return { key: keys.log, kind: "missing", detail: "the object is gone" };
+  if (head === "gone") return { key: keys.log, kind: "missing", detail: "the object is gone" };
+  if (head === "unreadable") {
+    return {
+      key: keys.log,
+      kind: "unreadable",
+      detail: "the store lists the object but answers NotFound to a HEAD of it",
+    };
+  }
   if (head.size !== meta.size) {
     return {
       key: keys.log,
@@ -107,7 +119,16 @@ export async function checkCopy(
     return { key: keys.log, kind: "mismatched", detail: (err as Error).message };
   }
   const ihead = await headOrMissing(env, keys.index);
-  if (!ihead) return { key: keys.index, kind: "missing", detail: "the index object is gone" };
+  if (ihead === "gone") {
+    return { key: keys.index, kind: "missing", detail: "the index object is gone" };
+  }
+  if (ihead === "unreadable") {
+    return {
+      key: keys.index,
+      kind: "unreadable",
+      detail: "the store lists the index object but answers NotFound to a HEAD of it",
+    };
+  }
   if (ihead.size !== meta.indexSize) {
     return {
       key: keys.index,
@@ -118,12 +139,25 @@ export async function checkCopy(
   return undefined;
 }
 
-async function headOrMissing(env: Pick<JobEnv, "store">, key: string) {
-  try {
-    return await env.store.head(key);
-  } catch (err) {
-    if (err instanceof StoreError && err.kind === "NotFound") return undefined;
-    throw err;
+/**
+ * The object's HEAD; `gone` once its absence is confirmed (a HEAD, then a listing: one NotFound
+ * is not enough), `unreadable` when the store lists it but cannot HEAD it.
+ */
+async function headOrMissing(
+  env: Pick<JobEnv, "store">,
+  key: string,
+): Promise<ObjectHead | "gone" | "unreadable"> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await env.store.head(key);
+    } catch (err) {
+      if (!(err instanceof StoreError && err.kind === "NotFound")) throw err;
+    }
+    const where = await probeAbsence(env.store, key);
+    if (where === "absent") return "gone";
+    if (where === "listed") return "unreadable";
+    // Found on a second look: the store wavered. HEAD it once more for its facts.
+    if (attempt > 0) return "unreadable";
   }
 }
 
@@ -153,7 +187,7 @@ async function report(
       at: env.clock.now(),
     });
     out.counts.recopy++;
-    env.observer.remoteObjectsMissing?.(1);
+    if (problem.kind !== "unreadable") env.observer.remoteObjectsMissing?.(1);
     env.log.warn(
       "verify: a remote copy is gone or damaged; its local files are still here, so it will be copied again",
       fields,
@@ -162,7 +196,7 @@ async function report(
   }
   if (env.state.verify.reported.includes(problem.key)) return;
   env.state.verify.reported.push(problem.key);
-  env.observer.remoteObjectsMissing?.(1);
+  if (problem.kind !== "unreadable") env.observer.remoteObjectsMissing?.(1);
   env.log.error(
     "verify: the only copy of an evicted segment is gone or damaged; its offsets cannot be read",
     fields,

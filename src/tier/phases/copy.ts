@@ -11,7 +11,7 @@
 import { FormatError } from "../../format/errors.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { getSegment, isCleanedDangling } from "../../state/segment_state.ts";
+import { getSegment, mayStartCopy } from "../../state/segment_state.ts";
 import { copyFinishedEvent } from "../../state/events.ts";
 import type { ObjectFacts } from "../../layout/object_metadata.ts";
 import { copySegment, type SegmentSource, segmentSource } from "../copy_segment.ts";
@@ -83,7 +83,7 @@ export async function copyPhase(
     if (!seg.sealed || stopping(ctx)) return out;
     const rec = getSegment(ledger.state, ledger.state.generation, seg.start);
     prevEnd = rec?.meta?.endOffset;
-    if (rec && !isCleanedDangling(rec)) {
+    if (rec && !mayStartCopy(rec)) {
       // Copied; or copied and since deleted remotely by total retention (still local until the
       // broker's own retention drops it): either way later segments may go on.
       if (rec.state === "COPY_SEGMENT_FINISHED" || rec.deleteCause === "retention") continue;
@@ -124,7 +124,7 @@ function lookahead(
 ): Lookahead | undefined {
   if (!next?.sealed || damage.known(next)) return undefined;
   const rec = getSegment(ledger.state, ledger.state.generation, next.start);
-  if (rec && !isCleanedDangling(rec)) return undefined;
+  if (!mayStartCopy(rec)) return undefined;
   const source = segmentSource(next, format, ledger.keys(next.start));
   source.catch(() => {}); // observed by the copy that takes it, or dropped with it
   return { seg: next, source };

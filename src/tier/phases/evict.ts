@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import type { TopicConfig } from "../../config/schema.ts";
 import type { FormatName } from "../../format/types.ts";
+import { probeAbsence } from "../../../providers/absence.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { segmentStem } from "../../layout/partition.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
@@ -26,6 +27,7 @@ import {
   type PhaseContext,
   type Problems,
   stopping,
+  withSegmentDeadline,
 } from "../phase.ts";
 import { chooseEvictions, type EvictionCandidate } from "../policy.ts";
 
@@ -227,13 +229,14 @@ async function verifyChosen(
       ready.push(seg);
     } catch (err) {
       noteFailure(out, `eviction of segment ${c.start}`, err);
+      let damage: "damaged" | "unreadable" | "none" = "none";
       if (err instanceof SegmentChangedError) {
         ctx.log.error("local segment changed after its copy was verified; not evicting it", {
           segment: c.start,
           path: seg.logPath,
           err,
         });
-      } else if (isDamaged(err)) {
+      } else if (isDamaged(err) && (damage = await damageOf(ctx, err)) !== "none") {
         // The broker still has the bytes: copy them again (cleanup first, as for any failed copy).
         await ledger.record({
           type: "dangling",
@@ -242,7 +245,9 @@ async function verifyChosen(
           reason: `eviction: remote copy damaged: ${(err as Error).message}`.slice(0, 500),
           at: ctx.clock.now(),
         });
-        ctx.observer.remoteObjectsMissing?.(1);
+        // Counted as missing only when it is: a copy the store lists but cannot read is copied
+        // again all the same, without paging anyone.
+        if (damage === "damaged") ctx.observer.remoteObjectsMissing?.(1);
         ctx.log.warn("not evicting: the remote copy is damaged or gone; it will be copied again", {
           segment: c.start,
           err,
@@ -263,6 +268,30 @@ async function verifyChosen(
 function isDamaged(err: unknown): boolean {
   return err instanceof CopyMismatchError ||
     (err instanceof StoreError && err.kind === "NotFound");
+}
+
+/**
+ * A mismatch is damage as it is; a `NotFound` is looked at again (a HEAD, then a listing): gone
+ * is damage, listed but unreadable is `unreadable`, found again is `none` (the store wavered: the
+ * copy is fine, and eviction goes on next pass), and so is a store fault while asking.
+ */
+async function damageOf(
+  ctx: PhaseContext,
+  err: unknown,
+): Promise<"damaged" | "unreadable" | "none"> {
+  if (!(err instanceof StoreError)) return "damaged";
+  const key = err.detail.key;
+  if (key === undefined) return "damaged";
+  try {
+    const where = await withSegmentDeadline(
+      ctx,
+      "housekeeping",
+      (store) => probeAbsence(store, key),
+    );
+    return where === "absent" ? "damaged" : where === "listed" ? "unreadable" : "none";
+  } catch {
+    return "none";
+  }
 }
 
 /** Proves the copy right before the local files go, then writes the index copy and marker. */

@@ -3,12 +3,13 @@
 // never hidden, and only when the bucket does not hold them either); a purge, which restarts
 // offsets below the floor, starts a new generation.
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { isCleanedDangling, segmentsOf } from "../../state/segment_state.ts";
+import { isCleanedDangling, retiredOf, segmentsOf } from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import { isRetryable } from "../../../providers/types.ts";
 import type { PhaseContext } from "../phase.ts";
 import { adoptFromBucket } from "../rebuild.ts";
 import { computeFloor } from "../policy.ts";
+import { announceRetired, retiredEvents } from "../retirement.ts";
 
 /**
  * Advances the floor over the longest contiguous prefix of copied (or lost) segments.
@@ -116,7 +117,8 @@ async function unrecordedGap(
 
 /**
  * A purge restarts a partition's offsets below the floor: the active segment then starts at
- * or below `tiered_up_to_offset`, which never happens otherwise. Bumps the generation.
+ * or below `tiered_up_to_offset`, which never happens otherwise. Bumps the generation, and
+ * retires the old one (its objects are swept after `orphan_grace`).
  * @returns the new generation, when there was a purge
  */
 export async function detectPurge(
@@ -127,12 +129,27 @@ export async function detectPurge(
   const active = segments.at(-1);
   const { floor } = ledger.state;
   if (!active || floor < 0n || active.start > floor) return undefined;
-  const generation = ledger.state.generation + 1n;
+  const old = ledger.state.generation;
+  const generation = old + 1n;
   ctx.log.warn("partition was purged (offsets restarted below the floor): new generation", {
     floor,
     active_start: active.start,
     generation,
   });
-  await ledger.record({ type: "generation", generation, at: ctx.clock.now() });
+  const at = ctx.clock.now();
+  const reason = `purged: the active segment starts at ${active.start}, at or below the floor ` +
+    `${floor}`;
+  // The old generation is retired right after the new one is recorded (never before: a torn
+  // append then leaves it unretired, which only delays its sweep).
+  await ledger.record(
+    { type: "generation", generation, at },
+    ...retiredEvents(ledger.state.incarnation!, [old], reason, at),
+  );
+  const incarnation = ledger.state.incarnation!;
+  await announceRetired(
+    ctx,
+    ledger,
+    retiredOf(ledger.state).filter((r) => r.incarnation === incarnation && r.generation === old),
+  );
   return generation;
 }
