@@ -99,6 +99,7 @@ const SUMMARY_HEADERS = [
   "TO COPY",
   "DANGLING",
   "LOST",
+  "HOLES",
   "LOCAL SIZE",
   "REMOTE SIZE",
 ] as const;
@@ -127,6 +128,7 @@ export function topicSummary(parts: readonly PartitionEntry[]): string {
       count((s) => s.pendingCopy),
       count((s) => s.state === "DANGLING"),
       count((s) => s.state === "LOST_BEFORE_UPLOAD"),
+      count((s) => s.state === "HOLE"),
       sum((s) => s.localBytes),
       sum((s) => (isRemote(s) ? s.bytes : 0)),
     ];

@@ -48,13 +48,14 @@ Deno.test("gen, run --once and ls: progress lines, a topic summary, segments, JS
     assert.equal(before.code, 0, before.stderr);
     const [head, row] = before.stdout.trim().split("\n");
     assert.match(head, /^STREAM\s+TOPIC\s+PARTITIONS\s+SEGMENTS\s+LOCAL\s+REMOTE\s+EVICTED/);
-    assert.match(head, /TO COPY\s+DANGLING\s+LOST\s+LOCAL SIZE\s+REMOTE SIZE$/);
+    assert.match(head, /TO COPY\s+DANGLING\s+LOST\s+HOLES\s+LOCAL SIZE\s+REMOTE SIZE$/);
     const cells = row.trim().split(/\s{2,}/);
     assert.deepEqual(cells.slice(0, 3), ["1", "2", "2"]);
     const segments = Number(cells[3]);
     assert.equal(cells[7], String(segments - 2), "every sealed segment waits for its copy");
-    assert.match(cells[10], /^[\d.]+ (KiB|MiB)$/, "human sizes");
-    assert.equal(cells[11], "0 B");
+    assert.equal(cells[10], "0", "no hole");
+    assert.match(cells[11], /^[\d.]+ (KiB|MiB)$/, "human sizes");
+    assert.equal(cells[12], "0 B");
 
     const once = await cliProcess(["run", "--once", "--config", config]);
     assert.equal(once.code, 0, once.stderr);
