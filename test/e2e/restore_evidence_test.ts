@@ -139,8 +139,9 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
         name: string,
         planted: Loc,
         plant: (b: Bucket) => Promise<void>,
+        kind: "minio" | "fs" = "minio",
       ) => {
-        const b = await bucket(name, "minio");
+        const b = await bucket(name, kind);
         await plant(b);
         const h = await host(`${name}-host`, b);
         const r = await restoreOn(h, "--with-data");
@@ -183,6 +184,18 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
               await copySegment(b, keysOf(b, s0, start), keysOf(b, s0, start, planted));
             }
           });
+        },
+      );
+
+      await t.step(
+        "planted incarnation, fs store: the same",
+        async () => {
+          const planted = { incarnation: randomIncarnation(), generation: s0.generation };
+          await plantedCase("planted-own-fs", planted, async (b) => {
+            for (const start of s0.sealed) {
+              await copySegment(b, keysOf(b, s0, start), keysOf(b, s0, start, planted));
+            }
+          }, "fs");
         },
       );
 
@@ -379,8 +392,9 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
         name: string,
         lie: (b: Bucket, key: string) => Promise<void>,
         reason: RegExp,
+        kind: "minio" | "fs" = "minio",
       ) => {
-        const b = await bucket(name, "minio");
+        const b = await bucket(name, kind);
         const at = 2;
         const from = s0.sealed[at];
         const to = s0.sealed[at + 1] - 1n;
@@ -445,6 +459,35 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
             const bytes = (await b.store.get(logKey(b, s0, other))).bytes;
             await b.store.put(key, bytes, { metadata: head.metadata });
           }, /hash to [0-9a-f]{32}, the object's metadata says|object is \d+ bytes, metadata says/),
+      );
+
+      await t.step(
+        "fs store: a .log whose HEAD size lies, and one whose bytes are another segment's: holes with their reasons, the rest restored, exit 1",
+        async () => {
+          await lyingCase(
+            "lie-size-fs",
+            async (b, key) => {
+              const head = await b.store.head(key);
+              const bytes = (await b.store.get(key)).bytes;
+              await b.store.put(key, bytes, {
+                metadata: { ...head.metadata, size: String(bytes.length + 7) },
+              });
+            },
+            /object is \d+ bytes, metadata says \d+/,
+            "fs",
+          );
+          await lyingCase(
+            "lie-bytes-fs",
+            async (b, key) => {
+              const head = await b.store.head(key);
+              const other = s0.sealed[0];
+              const bytes = (await b.store.get(logKey(b, s0, other))).bytes;
+              await b.store.put(key, bytes, { metadata: head.metadata });
+            },
+            /hash to [0-9a-f]{32}, the object's metadata says|object is \d+ bytes, metadata says/,
+            "fs",
+          );
+        },
       );
 
       const loopCase = async (mode: ListingLoopMode) => {
