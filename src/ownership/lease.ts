@@ -253,8 +253,12 @@ export class KeySpaceLease implements KeySpaceOwner {
     }
     const found = await this.#read();
     if (!found) {
-      // Removed by hand: claim it again; whoever creates it first owns it.
-      const record = this.#recordOf({ since: this.#o.clock.now(), previous: [] });
+      // Removed by hand: claim it again, keeping the lineage this agent knew (the earlier
+      // owners' manifests stay this key space's); whoever creates it first owns it.
+      const record = this.#recordOf({
+        since: this.#seen?.record.since ?? this.#o.clock.now(),
+        previous: this.#seen?.record.previous ?? [],
+      });
       if (await this.#write(record, { ifAbsent: true }) && await this.#confirm(record)) return;
       const now = await this.#read();
       if (now?.record.agentId === me) return this.#proved(now, false);

@@ -142,11 +142,15 @@ for (const kind of ["fs", "sim"] as const) {
       clock.advance(31_000);
       await fencedA.put("k2", new Uint8Array([2]));
       assert.equal((await recordIn(store)).lastWrite, clock.now(), "recorded with this write");
-      // Removed by hand: the owner claims it again on its next write.
+      // Removed by hand: the owner claims it again on its next write, its lineage kept.
+      const before = await recordIn(store);
       await store.deleteMany([ownerKey(KS)]);
       clock.advance(61_000);
       await fencedA.put("k3", new Uint8Array([3]));
-      assert.equal((await recordIn(store)).agentId, a.agentId);
+      const again = await recordIn(store);
+      assert.equal(again.agentId, a.agentId);
+      assert.deepEqual(again.previous, before.previous);
+      assert.equal(again.since, before.since);
     } finally {
       await done();
     }
