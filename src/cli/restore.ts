@@ -240,6 +240,9 @@ function summary(r: PartitionRestore): string[] {
           : ""),
       ];
       for (const h of r.holes) lines.push(`  hole in ${r.partition}: ${describeHole(h)}`);
+      for (const u of r.unfinished) {
+        lines.push(`  unfinished copy in ${r.partition}, ignored (not a hole): ${u}`);
+      }
       if (r.holes.length > r.accepted) {
         lines.push(
           `  reads answer each hole as a gap and nothing after it is evicted; repair the ` +

@@ -1,6 +1,6 @@
 // The store as the tier worker sees it: every call that changes the bucket first proves that
-// this agent still owns its key space (lease.ts) — a delete with a fresh read of the owner
-// record, a write with one at most a few seconds old. Reads pass untouched. Once the key space
+// this agent still owns its key space (lease.ts), by a read of the owner record. Reads pass
+// untouched. Once the key space
 // was taken over, every write and delete fails with `KeySpaceFenced` and nothing more is sent.
 import { decorateStore, type StoreOp } from "../../providers/decorate.ts";
 import type { ObjectStore } from "../../providers/types.ts";

@@ -1,8 +1,7 @@
 // Holding a key space: claiming it at start (a conditional create of the owner record, or a
-// takeover by a conditional replace), and proving it again before every write and delete. The
-// record is re-read before each delete and at least every few seconds before writes; the owner's
-// writes are recorded in it (a conditional replace) at most once a minute, which is also when a
-// takeover that happened meanwhile is noticed. Once another agent owns the key space this one is
+// takeover by a conditional replace), and proving it again before every write and delete: the
+// record is read before each (reads asked for at once share one); the owner's writes are recorded
+// in it (a conditional replace) at most once a minute. Once another agent owns the key space this one is
 // fenced: every later write or delete is refused, and the listeners are told (the agent stops).
 //
 // Stores that ignore conditional requests cannot enforce the race between two writers; every
@@ -83,7 +82,10 @@ export interface LeaseOptions {
   logger: Logger;
   /** The store in words, for messages (`s3 http://… bucket 'b'`). */
   describe: string;
-  /** Writes re-read the record when the last read is older than this. @default 2000 */
+  /**
+   * Writes re-read the record when the last read is older than this. @default 0 (every write:
+   * a takeover fences the old owner at its next write)
+   */
   checkEveryMs?: number;
   /** The owner's last write is recorded in the record at most this often. @default 60000 */
   heartbeatMs?: number;
@@ -114,7 +116,7 @@ export class KeySpaceLease implements KeySpaceOwner {
 
   constructor(options: LeaseOptions) {
     this.#o = {
-      checkEveryMs: 2000,
+      checkEveryMs: 0,
       heartbeatMs: 60_000,
       takeOver: false,
       onClaimed: () => Promise.resolve(),
@@ -212,9 +214,9 @@ export class KeySpaceLease implements KeySpaceOwner {
   }
 
   /**
-   * Proves this agent still owns the key space before a store write (`write`: at most
-   * `checkEveryMs` old, and the write recorded every `heartbeatMs`) or delete (`delete`: read
-   * now).
+   * Proves this agent still owns the key space before a store write (`write`: read at most
+   * `checkEveryMs` ago, by default now; the write recorded every `heartbeatMs`) or delete
+   * (`delete`: read now, after any read already under way).
    * @throws {KeySpaceFenced} once another agent owns it
    */
   assertOwner(kind: "write" | "delete"): Promise<void> {

@@ -113,3 +113,23 @@ export function findHoles(input: HoleInput): HoleReport {
 export function describeHole(h: Hole): string {
   return `offsets ${h.from}..${h.to ?? "?"}: ${h.reason}`;
 }
+
+/**
+ * Splits unusable objects into those that are damage and those a copy still under way (or cut
+ * off) left at the end of the chain: half a pair (a `.log` without its `.index`, or the reverse)
+ * after the last good copy that the manifest does not list. The copy phase uploads a partition's
+ * segments in order, so only the newest can be unfinished, and a segment the owner never verified
+ * is not a hole of the bucket: the broker copies it (again).
+ */
+export function unfinishedAtTheEnd<T extends { start: bigint; incomplete?: boolean }>(
+  bad: readonly T[],
+  good: readonly GoodCopy[],
+  manifest?: HoleInput["manifest"],
+): { damaged: T[]; unfinished: T[] } {
+  const lastGood = good.reduce<bigint>((m, g) => (g.start > m ? g.start : m), -1n);
+  const listed = new Set((manifest?.segments ?? []).map((s) => s.start));
+  const unfinished = bad.filter((b) =>
+    b.incomplete === true && b.start > lastGood && !listed.has(b.start)
+  );
+  return { damaged: bad.filter((b) => !unfinished.includes(b)), unfinished };
+}

@@ -48,7 +48,7 @@ import {
   type NamedCandidate,
 } from "../tier/remote_candidates.ts";
 import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
-import { describeHole, findHoles, type Hole } from "./holes.ts";
+import { describeHole, findHoles, type Hole, unfinishedAtTheEnd } from "./holes.ts";
 
 /** How one partition's restore ended. */
 export type RestoreOutcome =
@@ -85,6 +85,8 @@ export interface PartitionRestore {
   competing: string[];
   /** Generations set aside, in words, with why. */
   excluded: string[];
+  /** Half-written copies at the end of the chain (a copy cut off), ignored, in words. */
+  unfinished: string[];
   /** What stopped a failed restore. */
   error?: string;
 }
@@ -195,6 +197,7 @@ function emptyResult(partition: string): PartitionRestore {
     accepted: 0,
     competing: [],
     excluded: [],
+    unfinished: [],
   };
 }
 
@@ -276,18 +279,29 @@ async function restorePartition(
   result.generation = chosen.generation;
   result.chosen = choice.why;
   const { segments, problems } = await headSegments(store, chosen.objects);
-  const bad = new Map(
-    problems.filter((p) => p.start !== undefined).map((p) => [p.start!, {
-      start: p.start!,
-      end: p.endOffset,
-      reason: `${p.key}: ${p.reason}`,
-    }]),
+  const split = unfinishedAtTheEnd(
+    problems.flatMap((p) => (p.start === undefined ? [] : [{ ...p, start: p.start }])),
+    segments.map((s) => ({ start: s.start, end: s.facts.endOffset })),
+    chosen.manifest,
   );
-  for (const p of problems) {
+  const bad = new Map(split.damaged.map((p) => [p.start, {
+    start: p.start,
+    end: p.endOffset,
+    reason: `${p.key}: ${p.reason}`,
+  }]));
+  for (const p of problems.filter((p) => !split.unfinished.some((u) => u.key === p.key))) {
     o.logger.error("remote object not usable; its offsets are a hole", {
       key: p.key,
       reason: p.reason,
     });
+  }
+  for (const u of split.unfinished) {
+    result.unfinished.push(`${u.key}: ${u.reason}`);
+    o.logger.warn(
+      "an unfinished copy at the end of the partition (never verified by its owner): not a " +
+        "hole; the broker's segment is copied again",
+      { key: u.key, reason: u.reason },
+    );
   }
   const dir = join(o.config.agent.data_dir, partitionRelPath(id));
   let good = segments;

@@ -33,7 +33,7 @@ import {
   describeCandidate,
   findCandidates,
 } from "./remote_candidates.ts";
-import { describeHole, findHoles, type Hole } from "../restore/holes.ts";
+import { describeHole, findHoles, type Hole, unfinishedAtTheEnd } from "../restore/holes.ts";
 
 /** Index copies fetched at once while rebuilding. */
 const FETCH_CONCURRENCY = 8;
@@ -159,10 +159,22 @@ async function recordRebuilt(
   }
   await ledger.record(...events);
   const evicted = await recordCopies(ctx, ledger, inventory.segments, local);
+  const good = inventory.segments.map((s) => ({ start: s.start, end: s.facts.endOffset }));
+  const split = unfinishedAtTheEnd(
+    inventory.problems.flatMap((p) => (p.start === undefined ? [] : [{ ...p, start: p.start }])),
+    good,
+    candidate.manifest,
+  );
+  for (const u of split.unfinished) {
+    ctx.log.warn("an unfinished copy at the end of the partition: not a hole", {
+      key: u.key,
+      reason: u.reason,
+    });
+  }
   const report = findHoles({
-    good: inventory.segments.map((s) => ({ start: s.start, end: s.facts.endOffset })),
-    bad: inventory.problems.filter((p) => p.start !== undefined).map((p) => ({
-      start: p.start!,
+    good,
+    bad: split.damaged.map((p) => ({
+      start: p.start,
       end: p.endOffset,
       reason: `${p.key}: ${p.reason}`,
     })),

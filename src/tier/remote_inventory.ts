@@ -38,6 +38,11 @@ export interface InventoryProblem {
   start?: bigint;
   /** The segment's end offset, when its metadata still says. */
   endOffset?: bigint;
+  /**
+   * Half of the segment's pair of objects is missing (the `.log` or the `.index`): what a copy
+   * cut off between its two uploads leaves, as well as what damage does.
+   */
+  incomplete?: boolean;
 }
 
 /** HEADs in flight at once while taking an inventory. */
@@ -102,6 +107,7 @@ export async function headSegments(
       key: key.replace(/\.index$/, ".log"),
       start,
       reason: "the object is missing (its .index is there)",
+      incomplete: true,
     }));
   const found: (RemoteSegment | undefined)[] = new Array(starts.length);
   const problems: InventoryProblem[] = [...orphanIndexes];
@@ -109,7 +115,7 @@ export async function headSegments(
     const log = gen.logs.get(start)!;
     const index = gen.indexes.get(start);
     if (!index) {
-      problems.push({ key: log, start, reason: "its .index object is missing" });
+      problems.push({ key: log, start, reason: "its .index object is missing", incomplete: true });
       return;
     }
     const head = await store.head(log, options);
