@@ -42,11 +42,15 @@ import { hashFile } from "../tier/file_hash.ts";
 import { type KeySpace, PartitionLedger } from "../tier/partition_ledger.ts";
 import {
   type Candidate,
+  type CandidateSet,
   chooseCandidate,
   describeCandidate,
   findCandidates,
   type NamedCandidate,
 } from "../tier/remote_candidates.ts";
+import { judgeIncarnation } from "../tier/incarnation_evidence.ts";
+import { localPrefixHash } from "../tier/rebuild.ts";
+import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
 import { describeHole, findHoles, type Hole, unfinishedAtTheEnd } from "./holes.ts";
 
@@ -237,7 +241,7 @@ async function restorePartition(
 ): Promise<PartitionRestore> {
   const label = partitionLabel(id);
   const result = emptyResult(label);
-  const set = await findCandidates(store, o.keySpace, id, {
+  const found = await findCandidates(store, o.keySpace, id, {
     lineage: o.lineage,
     listing: {
       clock: o.clock,
@@ -245,6 +249,11 @@ async function restorePartition(
       onPage: (p) => o.listing?.(`partition ${label}`, p),
     },
   });
+  // The broker's own segments, when its directory survived (restore without data).
+  const brokerLocal = o.withData ? [] : await brokerSegments(o, id);
+  const set = brokerLocal.length === 0
+    ? found
+    : await checkedAgainstBroker(o, store, id, found, brokerLocal);
   result.excluded = set.excluded.map((e) => `${describeCandidate(e.candidate)}: ${e.reason}`);
   for (const e of set.excluded) {
     o.logger.info("not a candidate for the partition", {
@@ -342,7 +351,8 @@ async function restorePartition(
   result.holes = report.holes;
   result.segments = good.length;
   result.bytes = good.reduce((n, s) => n + s.facts.size, 0);
-  result.accepted = await writeState(o, store, id, chosen, identity, good, report);
+  const localStarts = new Set(brokerLocal.map((l) => l.start));
+  result.accepted = await writeState(o, store, id, chosen, identity, good, report, localStarts);
   result.outcome = report.holes.length > result.accepted ? "partial" : "restored";
   if (!o.withData) {
     o.progress?.(
@@ -369,6 +379,57 @@ async function restorePartition(
     with_data: o.withData,
   });
   return result;
+}
+
+/**
+ * Where the broker's partition directory already holds segments (its state dir was lost, its
+ * data was not), they are evidence too, as at boot: a candidate whose copies the local bytes
+ * contradict is not this partition (restoring it would have the agent take the directory for a
+ * recreated topic and retire the copies).
+ */
+async function checkedAgainstBroker(
+  o: RestoreOptions,
+  store: ObjectStore,
+  id: PartitionId,
+  set: CandidateSet,
+  local: readonly SegmentFiles[],
+): Promise<CandidateSet> {
+  const dir = join(o.config.agent.data_dir, partitionRelPath(id));
+  const eligible: Candidate[] = [];
+  const excluded = [...set.excluded];
+  for (const c of set.eligible) {
+    const { segments } = await headSegments(store, c.objects);
+    const verdict = await judgeIncarnation(
+      local.map((l) => l.start),
+      segments.map((s) => ({
+        start: s.start,
+        endOffset: s.facts.endOffset,
+        size: s.facts.size,
+        checksum: s.facts.checksum,
+      })),
+      localPrefixHash(local),
+      "bucket",
+    );
+    if (verdict.verdict === "different") {
+      excluded.push({
+        candidate: c,
+        reason: `the broker's directory ${dir} holds other bytes: ${verdict.reason}`,
+      });
+    } else eligible.push(c);
+  }
+  return { eligible, excluded };
+}
+
+/** The segments of the broker's partition directory, if it exists. */
+async function brokerSegments(o: RestoreOptions, id: PartitionId): Promise<SegmentFiles[]> {
+  const dir = join(o.config.agent.data_dir, partitionRelPath(id));
+  return await listSegments(dir, {
+    now: o.clock.now(),
+    quiescenceMs: o.config.agent.seal_quiescence,
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT" || err.code === "ENOTDIR") return [];
+    throw err;
+  });
 }
 
 /**
@@ -488,6 +549,7 @@ async function writeState(
   identity: { device: number; inode: number },
   segments: readonly RemoteSegment[],
   report: { holes: Hole[]; lost: { from: bigint; to: bigint }[] },
+  brokerHas: ReadonlySet<bigint>,
 ): Promise<number> {
   const { incarnation, generation } = chosen;
   const ledger = await PartitionLedger.open(o.config.agent.state_dir, id, o.keySpace);
@@ -525,7 +587,10 @@ async function writeState(
         { type: "copy_started", segment: seg.start, generation, at },
         copyFinishedEvent(seg.start, generation, seg.facts, at),
       );
-      if (!o.withData) more.push({ type: "evicted", segment: seg.start, generation, at });
+      // Without data, a copy is evicted — unless the broker's directory still holds it.
+      if (!o.withData && !brokerHas.has(seg.start)) {
+        more.push({ type: "evicted", segment: seg.start, generation, at });
+      }
     }
     for (const l of report.lost) {
       if (getSegment(ledger.state, generation, l.from)) continue;

@@ -42,6 +42,7 @@ const SCHEMA: { [T in JournalEventType]: Fields<T> } = {
   lost_before_upload: { segment: "u64", generation: "u64", endOffset: "u64?", at: "int" },
   floor: { generation: "u64", tieredUpTo: "u64", at: "int" },
   evicted: { segment: "u64", generation: "u64", at: "int" },
+  unevicted: { segment: "u64", generation: "u64", at: "int" },
   hole: { segment: "u64", generation: "u64", endOffset: "u64?", reason: "str", at: "int" },
   retired: { incarnation: "u64", generation: "u64", reason: "str", at: "int" },
   retired_swept: { incarnation: "u64", generation: "u64", at: "int" },

@@ -157,6 +157,17 @@ export interface EvictedEvent {
   at: number;
 }
 
+/**
+ * The broker's files of an evicted segment are back, with the bytes of its verified copy (an
+ * operator copied them back, or a restore left them): the segment is local again.
+ */
+export interface UnevictedEvent {
+  type: "unevicted";
+  segment: bigint;
+  generation: bigint;
+  at: number;
+}
+
 /** One journal record. */
 export type JournalEvent =
   | IncarnationEvent
@@ -170,6 +181,7 @@ export type JournalEvent =
   | LostBeforeUploadEvent
   | FloorEvent
   | EvictedEvent
+  | UnevictedEvent
   | HoleEvent
   | RetiredEvent
   | RetiredSweptEvent;

@@ -518,6 +518,11 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
       if (prev?.state !== "COPY_SEGMENT_FINISHED") refuse("only a verified copy can be evicted");
       if (prev!.evicted) refuse("already evicted");
       return { ...prev!, evicted: true };
+    case "unevicted":
+      if (prev?.state !== "COPY_SEGMENT_FINISHED" || !prev.evicted) {
+        refuse("only an evicted verified copy can be local again");
+      }
+      return { ...prev!, evicted: false };
   }
 }
 

@@ -73,14 +73,7 @@ async function settleIncarnation(
     // journal says they were evicted (or shorter than their copy) mean the content changed
     // behind tierd's back: then the bytes decide.
     if (!reappeared(local, s)) return { kind: "kept" };
-    const verdict = await judgeIncarnation(
-      local.map((l) => l.start),
-      knownByJournal(s),
-      localPrefixHash(local),
-      "journal",
-    );
-    if (verdict.verdict !== "different") return { kind: "kept" };
-    return await startNew(ctx, ledger, part, `recreated: ${verdict.reason}`, s.incarnation);
+    return await settleReappeared(ctx, ledger, part, local);
   }
   const at = ctx.clock.now();
   if (s.incarnation !== undefined) {
@@ -136,6 +129,52 @@ async function settleIncarnation(
 }
 
 /**
+ * Broker files stand where the journal says they were evicted, or are shorter than their copy:
+ * the bytes decide. Other bytes than the journal's copies: the topic was recreated (under the
+ * same inode) — a new incarnation, the old one retired. The same bytes: the files came back (an
+ * operator copied them, a restore left them), and those segments are recorded local again so
+ * the journal fits the directory.
+ * @param part the directory (its device and inode)
+ */
+export async function settleReappeared(
+  ctx: PhaseContext,
+  ledger: PartitionLedger,
+  part: Pick<DiscoveredPartition, "device" | "inode">,
+  local: readonly SegmentFiles[],
+): Promise<IncarnationOutcome> {
+  const s = ledger.state;
+  const verdict = await judgeIncarnation(
+    local.map((l) => l.start),
+    knownByJournal(s),
+    localPrefixHash(local),
+    "journal",
+  );
+  if (verdict.verdict === "different") {
+    return await startNew(ctx, ledger, part, `recreated: ${verdict.reason}`, s.incarnation);
+  }
+  const at = ctx.clock.now();
+  const back = local.filter((l) => {
+    const r = getSegment(s, s.generation, l.start);
+    return r?.evicted === true && r.meta !== undefined && l.logSize === r.meta.size;
+  });
+  if (back.length > 0) {
+    await ledger.record(
+      ...back.map((l) => ({
+        type: "unevicted" as const,
+        segment: l.start,
+        generation: s.generation,
+        at,
+      })),
+    );
+    ctx.log.warn("evicted segments are back in the broker's directory, with their bytes", {
+      segments: back.map((l) => String(l.start)),
+      evidence: verdict.reason,
+    });
+  }
+  return { kind: "kept" };
+}
+
+/**
  * Records a new incarnation. When the journal had one (the directory was recreated), that one is
  * retired — every generation it has records of, and its current one — right after, in the same
  * append, and its tombstones are written: only the sweep deletes it, after `orphan_grace`.
@@ -144,7 +183,7 @@ async function settleIncarnation(
 async function startNew(
   ctx: PhaseContext,
   ledger: PartitionLedger,
-  part: DiscoveredPartition,
+  part: Pick<DiscoveredPartition, "device" | "inode">,
   reason: string,
   old?: bigint,
 ): Promise<IncarnationOutcome> {

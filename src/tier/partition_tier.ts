@@ -9,7 +9,8 @@ import type { TornTailInfo } from "../state/journal.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
-import { type BootOutcome, reconcileAtBoot } from "./boot.ts";
+import { type BootOutcome, reconcileAtBoot, settleReappeared } from "./boot.ts";
+import { directoryContradicts } from "../partition/journal_fit.ts";
 import { damageOf, type LocalDamage } from "./damage.ts";
 import { type EvictionBlock, EvictionGate } from "./eviction_gate.ts";
 import type { Evictor } from "./evictor.ts";
@@ -192,7 +193,26 @@ export class PartitionTier {
   async pass(topic: TopicConfig, options: PassOptions = {}): Promise<PartitionPassReport> {
     const ctx = this.#ctx;
     const ledger = this.ledger;
-    const segments = await listLocal(ctx, this.dir);
+    let segments = await listLocal(ctx, this.dir);
+    const contradiction = ledger.state.incarnation !== undefined
+      ? directoryContradicts(segments, ledger.state)
+      : undefined;
+    if (contradiction && contradiction.kind !== "restarted_below_floor") {
+      // Changed behind the agent's back under the same inode (the read path answers "retry"
+      // meanwhile): the bytes decide, as at boot.
+      ctx.log.warn("the broker's directory no longer fits the journal", {
+        reason: contradiction.reason,
+      });
+      const settled = await settleReappeared(ctx, ledger, {
+        device: ledger.state.device ?? 0,
+        inode: ledger.state.inode ?? 0,
+      }, segments);
+      if (settled.kind === "new") {
+        this.#deletableSince.clear();
+        this.#reportedGaps.clear();
+      }
+      segments = await listLocal(ctx, this.dir);
+    }
     const format = await this.#formatOf(segments);
     await detectPurge(ctx, ledger, segments);
     const lost = await recordLosses(ctx, ledger, segments);

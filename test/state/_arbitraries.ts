@@ -27,6 +27,7 @@ export const EVENT_TYPES: JournalEventType[] = [
   "lost_before_upload",
   "floor",
   "evicted",
+  "unevicted",
   "hole",
   "retired",
   "retired_swept",
@@ -86,6 +87,7 @@ export function anyEvent(): fc.Arbitrary<JournalEvent> {
       at: nat(),
     }, { noNullPrototype: true }),
     fc.record({ type: fc.constant("evicted" as const), ...seg }, { noNullPrototype: true }),
+    fc.record({ type: fc.constant("unevicted" as const), ...seg }, { noNullPrototype: true }),
     fc.record(
       { type: fc.constant("hole" as const), ...seg, endOffset: u64(), reason: text() },
       { requiredKeys: ["type", "segment", "generation", "reason", "at"], noNullPrototype: true },
@@ -181,6 +183,8 @@ export class LifecycleModel {
         return s?.state === "DELETE_SEGMENT_STARTED";
       case "evicted":
         return s?.state === "COPY_SEGMENT_FINISHED" && !s.evicted;
+      case "unevicted":
+        return s?.state === "COPY_SEGMENT_FINISHED" && s.evicted;
     }
   }
 
@@ -231,6 +235,7 @@ export class LifecycleModel {
           : s!,
       delete_finished: () => ({ ...s!, state: "DELETE_SEGMENT_FINISHED" }),
       evicted: () => ({ ...s!, evicted: true }),
+      unevicted: () => ({ ...s!, evicted: false }),
     };
     this.segments.set(key, next[e.type]());
   }
@@ -349,6 +354,8 @@ function build(
       };
     case "evicted":
       return { type: "evicted", segment, generation, at };
+    case "unevicted":
+      return { type: "unevicted", segment, generation, at };
     case "hole":
       return {
         type: "hole",
