@@ -223,37 +223,42 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
         },
       );
 
-      await t.step(
-        "a newer incarnation holding only the first 2 of 6 segments (with its manifest): exit 1, both candidates listed, nothing restored with 2 segments",
-        async () => {
-          assert.equal(s0.sealed.length, 6);
-          const b = await bucket("truncated", "minio");
-          const planted = { incarnation: randomIncarnation(), generation: s0.generation };
-          for (const start of s0.sealed.slice(0, 2)) {
-            await copySegment(b, keysOf(b, s0, start), keysOf(b, s0, start, planted));
-          }
-          // Its manifest, by the same owner, listing those two.
-          const real = manifestKeyOf(b, s0);
-          const m = JSON.parse(new TextDecoder().decode((await b.store.get(real)).bytes));
-          m.incarnation = incarnationHex(planted.incarnation);
-          m.segments = m.segments.slice(0, 2);
-          m.written_at = new Date().toISOString();
-          await b.store.put(
-            manifestKeyOf(b, { ...s0, ...planted }),
-            new TextEncoder().encode(JSON.stringify(m)),
-          );
-          const h = await host("truncated-host", b);
-          const r = await restoreOn(h, "--with-data");
-          assert.equal(r.code, 1, r.stderr);
-          const lines = assertCompeting(r, P0, [s0, planted]);
-          assert.match(lines.get(incarnationHex(planted.incarnation))!, /\b2 segment object\(s\)/);
-          assert.match(lines.get(incarnationHex(s0.incarnation))!, /\b6 segment object\(s\)/);
-          await assertNothingWritten(h, P0);
-          assert.doesNotMatch(r.stderr, new RegExp(`^restored ${label(P0)}`, "m"));
-          assert.match(r.stderr, restoredLine(P1, s1.sealed.length), r.stderr);
-          await assertRestoredFiles(h, s1);
-        },
-      );
+      /** A newer incarnation holding only the first 2 of 6 segments, with its manifest. */
+      const truncatedCase = async (kind: "minio" | "fs") => {
+        assert.equal(s0.sealed.length, 6);
+        const b = await bucket(`truncated-${kind}`, kind);
+        const planted = { incarnation: randomIncarnation(), generation: s0.generation };
+        for (const start of s0.sealed.slice(0, 2)) {
+          await copySegment(b, keysOf(b, s0, start), keysOf(b, s0, start, planted));
+        }
+        // Its manifest, by the same owner, listing those two.
+        const real = manifestKeyOf(b, s0);
+        const m = JSON.parse(new TextDecoder().decode((await b.store.get(real)).bytes));
+        m.incarnation = incarnationHex(planted.incarnation);
+        m.segments = m.segments.slice(0, 2);
+        m.written_at = new Date().toISOString();
+        await b.store.put(
+          manifestKeyOf(b, { ...s0, ...planted }),
+          new TextEncoder().encode(JSON.stringify(m)),
+        );
+        const h = await host(`truncated-${kind}-host`, b);
+        const r = await restoreOn(h, "--with-data");
+        assert.equal(r.code, 1, r.stderr);
+        const lines = assertCompeting(r, P0, [s0, planted]);
+        assert.match(lines.get(incarnationHex(planted.incarnation))!, /\b2 segment object\(s\)/);
+        assert.match(lines.get(incarnationHex(s0.incarnation))!, /\b6 segment object\(s\)/);
+        await assertNothingWritten(h, P0);
+        assert.doesNotMatch(r.stderr, new RegExp(`^restored ${label(P0)}`, "m"));
+        assert.match(r.stderr, restoredLine(P1, s1.sealed.length), r.stderr);
+        await assertRestoredFiles(h, s1);
+      };
+
+      for (const kind of ["minio", "fs"] as const) {
+        await t.step(
+          `${kind}: a newer incarnation holding only the first 2 of 6 segments (with its manifest): exit 1, both candidates listed, nothing restored with 2 segments`,
+          () => truncatedCase(kind),
+        );
+      }
 
       /**
        * A `.log` deleted from the bucket (the third segment's, or the last's: nothing follows);
