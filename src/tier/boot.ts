@@ -6,7 +6,6 @@
 import { incarnationHex } from "../layout/partition.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
-import { directoryContradicts } from "../partition/journal_fit.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
 import { getSegment, type PartitionState, retiredOf, segmentsOf } from "../state/segment_state.ts";
@@ -222,8 +221,10 @@ async function startNew(
  * restart below the floor is a purge, which the pass handles.)
  */
 function reappeared(local: readonly SegmentFiles[], s: PartitionState): boolean {
-  const c = directoryContradicts(local, s);
-  return c !== undefined && c.kind !== "restarted_below_floor";
+  return local.some((l) => {
+    const r = getSegment(s, s.generation, l.start);
+    return r?.meta !== undefined && (r.evicted || l.logSize < r.meta.size);
+  });
 }
 
 /** The verified copies of the current generation a journal knows. */

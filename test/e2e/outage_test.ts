@@ -275,7 +275,17 @@ if (await minioAvailable("outage test against MinIO")) {
         const recovered = after.find((l) =>
           l.msg === "pass finished" && Number(l.failed) === 0 && Number(l.copied) > 0
         );
-        assert.ok(recovered, "no successful pass was logged after the store came back");
+        assert.ok(
+          recovered,
+          "no successful pass was logged after the store came back; the agent said:\n" +
+            after.filter((l) => l.level !== "debug")
+              .map((l) =>
+                `${l.ts} ${l.msg} ${
+                  JSON.stringify({ copied: l.copied, failed: l.failed, err: l.err }).slice(0, 300)
+                }`
+              )
+              .join("\n").slice(-4000),
+        );
         if (metrics) {
           assert.equal(await scrapeStalled(listen), 0, "tierd_upload_stalled stayed up");
         }
