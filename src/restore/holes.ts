@@ -4,6 +4,7 @@
 // loss or recorded hole covers. Pure, so property tests can hammer it. Offsets before the first
 // segment are not a hole: total retention deleted them, or they were never tiered.
 import type { ManifestRange } from "../layout/manifest.ts";
+import type { HoleEvent, LostBeforeUploadEvent } from "../state/events.ts";
 
 /** A range of offsets the bucket was found not to hold, inclusive, and why. */
 export interface Hole {
@@ -132,4 +133,31 @@ export function unfinishedAtTheEnd<T extends { start: bigint; incomplete?: boole
     b.incomplete === true && b.start > lastGood && !listed.has(b.start)
   );
   return { damaged: bad.filter((b) => !unfinished.includes(b)), unfinished };
+}
+
+/** The journal event of a hole found in generation `generation`. */
+export function holeEvent(h: Hole, generation: bigint, at: number): HoleEvent {
+  return {
+    type: "hole",
+    segment: h.from,
+    generation,
+    ...(h.to !== undefined && { endOffset: h.to }),
+    reason: h.reason,
+    at,
+  };
+}
+
+/** The journal event recording a range as lost (a manifest's, or a hole accepted as lost). */
+export function lostEvent(
+  r: { from: bigint; to?: bigint },
+  generation: bigint,
+  at: number,
+): LostBeforeUploadEvent {
+  return {
+    type: "lost_before_upload",
+    segment: r.from,
+    generation,
+    ...(r.to !== undefined && { endOffset: r.to }),
+    at,
+  };
 }

@@ -52,7 +52,14 @@ import { judgeIncarnation } from "../tier/incarnation_evidence.ts";
 import { localPrefixHash } from "../tier/rebuild.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
-import { describeHole, findHoles, type Hole, unfinishedAtTheEnd } from "./holes.ts";
+import {
+  describeHole,
+  findHoles,
+  type Hole,
+  holeEvent,
+  lostEvent,
+  unfinishedAtTheEnd,
+} from "./holes.ts";
 
 /** How one partition's restore ended. */
 export type RestoreOutcome =
@@ -594,29 +601,14 @@ async function writeState(
     }
     for (const l of report.lost) {
       if (getSegment(ledger.state, generation, l.from)) continue;
-      more.push({ type: "lost_before_upload", segment: l.from, generation, endOffset: l.to, at });
+      more.push(lostEvent(l, generation, at));
     }
     for (const h of report.holes) {
       const r = getSegment(ledger.state, generation, h.from);
       if (o.acceptHoles && (r === undefined || r.state === "HOLE")) {
-        more.push({
-          type: "lost_before_upload",
-          segment: h.from,
-          generation,
-          ...(h.to !== undefined && { endOffset: h.to }),
-          at,
-        });
+        more.push(lostEvent(h, generation, at));
         accepted++;
-      } else if (r === undefined) {
-        more.push({
-          type: "hole",
-          segment: h.from,
-          generation,
-          ...(h.to !== undefined && { endOffset: h.to }),
-          reason: h.reason,
-          at,
-        });
-      }
+      } else if (r === undefined) more.push(holeEvent(h, generation, at));
     }
     if (more.length > 0) await ledger.record(...more);
     const starts = [

@@ -33,7 +33,14 @@ import {
   describeCandidate,
   findCandidates,
 } from "./remote_candidates.ts";
-import { describeHole, findHoles, type Hole, unfinishedAtTheEnd } from "../restore/holes.ts";
+import {
+  describeHole,
+  findHoles,
+  type Hole,
+  holeEvent,
+  lostEvent,
+  unfinishedAtTheEnd,
+} from "../restore/holes.ts";
 
 /** Index copies fetched at once while rebuilding. */
 const FETCH_CONCURRENCY = 8;
@@ -212,18 +219,11 @@ async function recordGaps(
   const events: JournalEvent[] = [];
   for (const l of report.lost) {
     if (getSegment(ledger.state, generation, l.from)) continue;
-    events.push({ type: "lost_before_upload", segment: l.from, generation, endOffset: l.to, at });
+    events.push(lostEvent(l, generation, at));
   }
   for (const h of report.holes) {
     if (getSegment(ledger.state, generation, h.from)) continue;
-    events.push({
-      type: "hole",
-      segment: h.from,
-      generation,
-      ...(h.to !== undefined && { endOffset: h.to }),
-      reason: h.reason,
-      at,
-    });
+    events.push(holeEvent(h, generation, at));
     ctx.log.error(
       localStarts.has(h.from)
         ? "the bucket lacks a copy the broker still has; it is copied again"

@@ -11,7 +11,11 @@ import type { KeySpace } from "../layout/key_space.ts";
 import { decodeManifest, type Manifest, ManifestError } from "../layout/manifest.ts";
 import { partitionRoot } from "../layout/object_keys.ts";
 import { incarnationHex, type PartitionId } from "../layout/partition.ts";
-import { listRemoteGenerations, type RemoteGeneration } from "./remote_inventory.ts";
+import {
+  byIncarnationThenGeneration,
+  listRemoteGenerations,
+  type RemoteGeneration,
+} from "./remote_inventory.ts";
 import { forEachBounded } from "../../providers/concurrency.ts";
 
 /** One incarnation and generation the bucket holds for a partition. */
@@ -159,18 +163,6 @@ export function describeCandidate(c: Candidate): string {
   else parts.push("no manifest");
   if (c.objects.newest) parts.push(`newest object ${c.objects.newest.toISOString()}`);
   return parts.join(", ");
-}
-
-function byIncarnationThenGeneration(a: Candidate, b: Candidate): number {
-  return a.incarnation < b.incarnation
-    ? -1
-    : a.incarnation > b.incarnation
-    ? 1
-    : a.generation < b.generation
-    ? -1
-    : a.generation > b.generation
-    ? 1
-    : 0;
 }
 
 /** The operator's choice among candidates (`--incarnation`, `--generation`). */

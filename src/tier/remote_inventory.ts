@@ -76,17 +76,23 @@ export async function listRemoteGenerations(
     (k.ext === "log" ? g.logs : g.indexes).set(k.start, o.key);
     if (o.lastModified && (!g.newest || o.lastModified > g.newest)) g.newest = o.lastModified;
   }
-  return [...byDir.values()].sort((a, b) =>
-    a.incarnation < b.incarnation
-      ? -1
-      : a.incarnation > b.incarnation
-      ? 1
-      : a.generation < b.generation
-      ? -1
-      : a.generation > b.generation
-      ? 1
-      : 0
-  );
+  return [...byDir.values()].sort(byIncarnationThenGeneration);
+}
+
+/** Orders incarnations and generations by id, then generation (never by date). */
+export function byIncarnationThenGeneration(
+  a: { incarnation: bigint; generation: bigint },
+  b: { incarnation: bigint; generation: bigint },
+): number {
+  return a.incarnation < b.incarnation
+    ? -1
+    : a.incarnation > b.incarnation
+    ? 1
+    : a.generation < b.generation
+    ? -1
+    : a.generation > b.generation
+    ? 1
+    : 0;
 }
 
 /**

@@ -1,10 +1,9 @@
 // A proxy between tierd and MinIO whose ListObjectsV2 under a prefix never ends: it answers
 // those listings itself, every page truncated, with a continuation token that repeats or one that
 // keeps growing while the keys do not advance — a broken or hostile store. Every other request
-// (the boot probe, HEADs, GETs, PUTs, listings elsewhere) is forwarded unchanged, the Host
-// header included, so SigV4 signatures made for the proxy's address still verify at MinIO.
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+// (the boot probe, HEADs, GETs, PUTs, listings elsewhere) is forwarded unchanged by the scripted
+// proxy it is built on (./_s3_script_proxy.ts).
+import { startScriptedS3Proxy } from "./_s3_script_proxy.ts";
 
 /** How the fabricated listing loops. */
 export type ListingLoopMode =
@@ -36,78 +35,46 @@ export async function startListingLoopProxy(
   target: string,
   o: { bucket: string; prefix: string; mode: ListingLoopMode },
 ): Promise<ListingLoopProxy> {
-  const upstream = new URL(target);
-  const sockets = new Set<Socket>();
+  const proxy = await startScriptedS3Proxy(target);
   let pages = 0;
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://proxy");
-    const q = url.searchParams;
-    if (
-      req.method === "GET" && q.get("list-type") === "2" &&
-      (q.get("prefix") ?? "").startsWith(o.prefix)
-    ) {
-      req.resume();
-      pages++;
-      const token = q.get("continuation-token") ?? "";
-      // Page n (1-based) is the one asked for with the token page n-1 handed out.
-      const n = o.mode === "repeating token" ? pages : token.length + 1;
-      const next = o.mode === "repeating token" ? "loop-token" : `t${"x".repeat(n)}`;
-      const listed = q.get("prefix")!;
-      const keys = o.mode === "repeating token"
-        ? [`${listed}00000000000000ab-0/${String(n * 100).padStart(20, "0")}.log`]
-        : o.mode === "growing token, same keys"
-        ? [`${listed}00000000000000ab-0/00000000000000000000.log`]
-        : [];
-      const contents = keys.map((k) =>
-        `<Contents><Key>${xmlEscape(k)}</Key><LastModified>2024-01-01T00:00:00.000Z` +
-        `</LastModified><ETag>"d41d8cd98f00b204e9800998ecf8427e"</ETag><Size>1</Size>` +
-        `<StorageClass>STANDARD</StorageClass></Contents>`
-      ).join("");
-      const body = `<?xml version="1.0" encoding="UTF-8"?>\n` +
+  proxy.script((r) => {
+    const listed = r.query.get("prefix") ?? "";
+    if (r.method !== "GET" || r.query.get("list-type") !== "2" || !listed.startsWith(o.prefix)) {
+      return undefined; // forwarded
+    }
+    pages++;
+    const token = r.query.get("continuation-token") ?? "";
+    // Page n (1-based) is the one asked for with the token page n-1 handed out.
+    const n = o.mode === "repeating token" ? pages : token.length + 1;
+    const next = o.mode === "repeating token" ? "loop-token" : `t${"x".repeat(n)}`;
+    const keys = o.mode === "repeating token"
+      ? [`${listed}00000000000000ab-0/${String(n * 100).padStart(20, "0")}.log`]
+      : o.mode === "growing token, same keys"
+      ? [`${listed}00000000000000ab-0/00000000000000000000.log`]
+      : [];
+    const contents = keys.map((k) =>
+      `<Contents><Key>${xmlEscape(k)}</Key><LastModified>2024-01-01T00:00:00.000Z` +
+      `</LastModified><ETag>"d41d8cd98f00b204e9800998ecf8427e"</ETag><Size>1</Size>` +
+      `<StorageClass>STANDARD</StorageClass></Contents>`
+    ).join("");
+    return {
+      kind: "answer",
+      status: 200,
+      headers: { "content-type": "application/xml" },
+      body: `<?xml version="1.0" encoding="UTF-8"?>\n` +
         `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +
         `<Name>${xmlEscape(o.bucket)}</Name><Prefix>${xmlEscape(listed)}</Prefix>` +
         `<KeyCount>${keys.length}</KeyCount><MaxKeys>1000</MaxKeys>` +
         (token ? `<ContinuationToken>${xmlEscape(token)}</ContinuationToken>` : "") +
         `<NextContinuationToken>${xmlEscape(next)}</NextContinuationToken>` +
-        `<IsTruncated>true</IsTruncated>${contents}</ListBucketResult>`;
-      res.writeHead(200, {
-        "content-type": "application/xml",
-        "content-length": String(new TextEncoder().encode(body).length),
-      });
-      res.end(body);
-      return;
-    }
-    const forward = http.request({
-      host: upstream.hostname,
-      port: Number(upstream.port),
-      method: req.method,
-      path: req.url,
-      headers: req.headers,
-    }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-      answer.on("error", () => res.destroy());
-    });
-    forward.on("error", () => res.destroy());
-    req.on("error", () => forward.destroy());
-    res.on("close", () => forward.destroy());
-    req.pipe(forward);
+        `<IsTruncated>true</IsTruncated>${contents}</ListBucketResult>`,
+    };
   });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: proxy.endpoint,
     get pages() {
       return pages;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: proxy.close,
   };
 }
