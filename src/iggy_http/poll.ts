@@ -189,7 +189,9 @@ export async function servePoll(
       // tierd answers this one: its picture of the broker must be of now, not of before a
       // delete and recreate of the topic.
       view = await deps.calls.probe(auth, target, q, { fresh: true });
-      start = await startOf(deps, auth, target, q, id, shape, view.current);
+      // Only a `last` poll starts from the broker's current offset; the others stay where they
+      // were resolved (the consumer's stored offset, a timestamp) without asking again.
+      if (q.kind === "last") start = await startOf(deps, auth, target, q, id, shape, view.current);
       brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
       if (start === undefined || start >= brokerFirst) return deps.forward(req);
     }

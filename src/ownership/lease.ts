@@ -82,11 +82,6 @@ export interface LeaseOptions {
   logger: Logger;
   /** The store in words, for messages (`s3 http://… bucket 'b'`). */
   describe: string;
-  /**
-   * Writes re-read the record when the last read is older than this. @default 0 (every write:
-   * a takeover fences the old owner at its next write)
-   */
-  checkEveryMs?: number;
   /** The owner's last write is recorded in the record at most this often. @default 60000 */
   heartbeatMs?: number;
   /** A claim made on the first write (the one at start failed) may take the key space over. */
@@ -105,8 +100,6 @@ export class KeySpaceLease implements KeySpaceOwner {
   readonly #o: Required<LeaseOptions>;
   readonly #key: string;
   #seen?: Seen;
-  /** monotonic ms of the last read or write that proved ownership. */
-  #checkedAt = -Infinity;
   /** monotonic ms of the last recorded write. */
   #recordedAt = -Infinity;
   #fenced?: KeySpaceFenced;
@@ -116,7 +109,6 @@ export class KeySpaceLease implements KeySpaceOwner {
 
   constructor(options: LeaseOptions) {
     this.#o = {
-      checkEveryMs: 0,
       heartbeatMs: 60_000,
       takeOver: false,
       onClaimed: () => Promise.resolve(),
@@ -130,19 +122,9 @@ export class KeySpaceLease implements KeySpaceOwner {
     return this.#o.identity.agentId;
   }
 
-  /** The owner record's key. */
-  get key(): string {
-    return this.#key;
-  }
-
   /** Set once another agent took the key space over. */
   get fenced(): KeySpaceFenced | undefined {
     return this.#fenced;
-  }
-
-  /** The record as last read or written. */
-  get record(): OwnerRecord | undefined {
-    return this.#seen?.record;
   }
 
   /** Agents whose objects belong to this key space (earlier owners and this one). */
@@ -170,18 +152,18 @@ export class KeySpaceLease implements KeySpaceOwner {
     return outcome;
   }
 
-  /** True once a claim succeeded. */
-  get claimed(): boolean {
-    return this.#claimed;
-  }
-
   async #claim(takeOver: boolean): Promise<ClaimOutcome> {
     const me = this.#o.identity;
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const found = await this.#read();
       const now = this.#o.clock.now();
       if (!found) {
-        const record = this.#recordOf({ since: now, previous: [] });
+        // None yet, or removed by hand: the lineage this agent knew is kept (the earlier
+        // owners' manifests stay this key space's); whoever creates it first owns it.
+        const record = this.#recordOf({
+          since: this.#seen?.record.since ?? now,
+          previous: this.#seen?.record.previous ?? [],
+        });
         const put = await this.#write(record, { ifAbsent: true });
         if (!put) continue; // someone created it first: look at theirs
         if (!(await this.#confirm(record))) continue;
@@ -214,17 +196,15 @@ export class KeySpaceLease implements KeySpaceOwner {
   }
 
   /**
-   * Proves this agent still owns the key space before a store write (`write`: read at most
-   * `checkEveryMs` ago, by default now; the write recorded every `heartbeatMs`) or delete
-   * (`delete`: read now, after any read already under way).
+   * Proves this agent still owns the key space before a store write (`write`: a read of the
+   * record, shared with one already under way; the write recorded every `heartbeatMs`) or delete
+   * (`delete`: a read that starts after any already under way).
    * @throws {KeySpaceFenced} once another agent owns it
    */
   assertOwner(kind: "write" | "delete"): Promise<void> {
     if (this.#fenced) return Promise.reject(this.#fenced);
-    const now = this.#o.clock.monotonic();
-    const heartbeatDue = now - this.#recordedAt >= this.#o.heartbeatMs;
     if (kind === "write") {
-      if (!heartbeatDue && now - this.#checkedAt < this.#o.checkEveryMs) return Promise.resolve();
+      const heartbeatDue = this.#o.clock.monotonic() - this.#recordedAt >= this.#o.heartbeatMs;
       return this.#shared(heartbeatDue);
     }
     // A check already under way may have read the record before a takeover this delete must
@@ -241,10 +221,11 @@ export class KeySpaceLease implements KeySpaceOwner {
   }
 
   async #check(heartbeat: boolean): Promise<void> {
-    const me = this.#o.identity.agentId;
-    if (!this.#claimed) {
-      // The claim at start failed (the store refused or did not answer): it is made now, before
-      // the first write; another owner found now fences this agent as a takeover would.
+    const found = this.#claimed ? await this.#read() : undefined;
+    if (!found) {
+      // Not claimed yet (the claim at start failed: the store refused or did not answer), or
+      // the record was removed by hand: claimed now, before the write; another owner found now
+      // fences this agent as a takeover would.
       try {
         await this.claim();
       } catch (err) {
@@ -253,28 +234,15 @@ export class KeySpaceLease implements KeySpaceOwner {
       }
       return;
     }
-    const found = await this.#read();
-    if (!found) {
-      // Removed by hand: claim it again, keeping the lineage this agent knew (the earlier
-      // owners' manifests stay this key space's); whoever creates it first owns it.
-      const record = this.#recordOf({
-        since: this.#seen?.record.since ?? this.#o.clock.now(),
-        previous: this.#seen?.record.previous ?? [],
-      });
-      if (await this.#write(record, { ifAbsent: true }) && await this.#confirm(record)) return;
-      const now = await this.#read();
-      if (now?.record.agentId === me) return this.#proved(now, false);
-      this.#fence(now?.record);
-    }
-    if (found!.record.agentId !== me) this.#fence(found!.record);
-    if (!heartbeat) return this.#proved(found!, false);
-    const record = { ...found!.record, lastWrite: this.#o.clock.now(), nonce: nonce() };
-    if (await this.#write(record, { ifMatch: found!.version })) {
-      if (await this.#confirm(record)) return;
+    if (found.record.agentId !== this.#o.identity.agentId) this.#fence(found.record);
+    if (!heartbeat) return this.#proved(found, false);
+    const record = { ...found.record, lastWrite: this.#o.clock.now(), nonce: nonce() };
+    if (await this.#write(record, { ifMatch: found.version }) && await this.#confirm(record)) {
+      return;
     }
     // Replaced meanwhile: ours still (a retried write of ours landed), or fenced.
     const after = await this.#read();
-    if (after?.record.agentId !== me) this.#fence(after?.record);
+    if (after?.record.agentId !== this.#o.identity.agentId) this.#fence(after?.record);
     this.#proved(after!, true);
   }
 
@@ -295,9 +263,7 @@ export class KeySpaceLease implements KeySpaceOwner {
 
   #proved(seen: Seen, recorded: boolean): void {
     this.#seen = seen;
-    const now = this.#o.clock.monotonic();
-    this.#checkedAt = now;
-    if (recorded) this.#recordedAt = now;
+    if (recorded) this.#recordedAt = this.#o.clock.monotonic();
   }
 
   #recordOf(o: Pick<OwnerRecord, "since" | "previous">): OwnerRecord {

@@ -115,24 +115,42 @@ export function describeHole(h: Hole): string {
   return `offsets ${h.from}..${h.to ?? "?"}: ${h.reason}`;
 }
 
+/** An object a listing and its HEAD found unusable (see `InventoryProblem`). */
+export interface ObjectProblem {
+  key: string;
+  reason: string;
+  /** The segment it is of, when the key names one. */
+  start?: bigint;
+  endOffset?: bigint;
+  /** Half of the segment's pair of objects is missing. */
+  incomplete?: boolean;
+}
+
 /**
- * Splits unusable objects into those that are damage and those a copy still under way (or cut
- * off) left at the end of the chain: half a pair (a `.log` without its `.index`, or the reverse)
- * after the last good copy that the manifest does not list. The copy phase uploads a partition's
- * segments in order, so only the newest can be unfinished, and a segment the owner never verified
- * is not a hole of the bucket: the broker copies it (again).
+ * Sorts a generation's unusable objects: those a copy still under way (or cut off) left at the
+ * end of the chain — half a pair (a `.log` without its `.index`, or the reverse) after the last
+ * good copy that the manifest does not list — are `unfinished`, not holes: the copy phase uploads
+ * a partition's segments in order, so only the newest can be unfinished, and a segment the owner
+ * never verified is not missing from the bucket (the broker copies it again). The others are
+ * `damaged`, each a bad copy (a hole) where its segment is known.
  */
-export function unfinishedAtTheEnd<T extends { start: bigint; incomplete?: boolean }>(
-  bad: readonly T[],
+export function sortProblems<P extends ObjectProblem>(
+  problems: readonly P[],
   good: readonly GoodCopy[],
   manifest?: HoleInput["manifest"],
-): { damaged: T[]; unfinished: T[] } {
+): { bad: BadCopy[]; damaged: P[]; unfinished: P[] } {
   const lastGood = good.reduce<bigint>((m, g) => (g.start > m ? g.start : m), -1n);
   const listed = new Set((manifest?.segments ?? []).map((s) => s.start));
-  const unfinished = bad.filter((b) =>
-    b.incomplete === true && b.start > lastGood && !listed.has(b.start)
+  const unfinished = problems.filter((p) =>
+    p.incomplete === true && p.start !== undefined && p.start > lastGood && !listed.has(p.start)
   );
-  return { damaged: bad.filter((b) => !unfinished.includes(b)), unfinished };
+  const damaged = problems.filter((p) => !unfinished.includes(p));
+  const bad = damaged.flatMap((p) =>
+    p.start === undefined
+      ? []
+      : [{ start: p.start, end: p.endOffset, reason: `${p.key}: ${p.reason}` }]
+  );
+  return { bad, damaged, unfinished };
 }
 
 /** The journal event of a hole found in generation `generation`. */

@@ -49,17 +49,10 @@ import {
   type NamedCandidate,
 } from "../tier/remote_candidates.ts";
 import { judgeIncarnation } from "../tier/incarnation_evidence.ts";
-import { localPrefixHash } from "../tier/rebuild.ts";
+import { knownSegment, localPrefixHash } from "../tier/rebuild.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
-import {
-  describeHole,
-  findHoles,
-  type Hole,
-  holeEvent,
-  lostEvent,
-  unfinishedAtTheEnd,
-} from "./holes.ts";
+import { describeHole, findHoles, type Hole, holeEvent, lostEvent, sortProblems } from "./holes.ts";
 
 /** How one partition's restore ended. */
 export type RestoreOutcome =
@@ -295,23 +288,19 @@ async function restorePartition(
   result.generation = chosen.generation;
   result.chosen = choice.why;
   const { segments, problems } = await headSegments(store, chosen.objects);
-  const split = unfinishedAtTheEnd(
-    problems.flatMap((p) => (p.start === undefined ? [] : [{ ...p, start: p.start }])),
+  const sorted = sortProblems(
+    problems,
     segments.map((s) => ({ start: s.start, end: s.facts.endOffset })),
     chosen.manifest,
   );
-  const bad = new Map(split.damaged.map((p) => [p.start, {
-    start: p.start,
-    end: p.endOffset,
-    reason: `${p.key}: ${p.reason}`,
-  }]));
-  for (const p of problems.filter((p) => !split.unfinished.some((u) => u.key === p.key))) {
+  const bad = new Map(sorted.bad.map((b) => [b.start, b]));
+  for (const p of sorted.damaged) {
     o.logger.error("remote object not usable; its offsets are a hole", {
       key: p.key,
       reason: p.reason,
     });
   }
-  for (const u of split.unfinished) {
+  for (const u of sorted.unfinished) {
     result.unfinished.push(`${u.key}: ${u.reason}`);
     o.logger.warn(
       "an unfinished copy at the end of the partition (never verified by its owner): not a " +
@@ -408,12 +397,7 @@ async function checkedAgainstBroker(
     const { segments } = await headSegments(store, c.objects);
     const verdict = await judgeIncarnation(
       local.map((l) => l.start),
-      segments.map((s) => ({
-        start: s.start,
-        endOffset: s.facts.endOffset,
-        size: s.facts.size,
-        checksum: s.facts.checksum,
-      })),
+      segments.map(knownSegment),
       localPrefixHash(local),
       "bucket",
     );

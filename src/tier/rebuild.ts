@@ -39,7 +39,7 @@ import {
   type Hole,
   holeEvent,
   lostEvent,
-  unfinishedAtTheEnd,
+  sortProblems,
 } from "../restore/holes.ts";
 
 /** Index copies fetched at once while rebuilding. */
@@ -123,7 +123,7 @@ export async function rebuildFromBucket(
     );
     const verdict = await judgeIncarnation(
       localStarts,
-      inventory.segments.map(known),
+      inventory.segments.map(knownSegment),
       hash,
       "bucket",
     );
@@ -167,26 +167,14 @@ async function recordRebuilt(
   await ledger.record(...events);
   const evicted = await recordCopies(ctx, ledger, inventory.segments, local);
   const good = inventory.segments.map((s) => ({ start: s.start, end: s.facts.endOffset }));
-  const split = unfinishedAtTheEnd(
-    inventory.problems.flatMap((p) => (p.start === undefined ? [] : [{ ...p, start: p.start }])),
-    good,
-    candidate.manifest,
-  );
-  for (const u of split.unfinished) {
+  const sorted = sortProblems(inventory.problems, good, candidate.manifest);
+  for (const u of sorted.unfinished) {
     ctx.log.warn("an unfinished copy at the end of the partition: not a hole", {
       key: u.key,
       reason: u.reason,
     });
   }
-  const report = findHoles({
-    good,
-    bad: split.damaged.map((p) => ({
-      start: p.start,
-      end: p.endOffset,
-      reason: `${p.key}: ${p.reason}`,
-    })),
-    manifest: candidate.manifest,
-  });
+  const report = findHoles({ good, bad: sorted.bad, manifest: candidate.manifest });
   await recordGaps(ctx, ledger, report, local);
   await recordRetentionBase(ctx, ledger, [
     ...inventory.segments.map((s) => s.start),
@@ -368,7 +356,8 @@ export async function headCopy(
   }
 }
 
-function known(s: RemoteSegment): KnownSegment {
+/** What a remote copy says of its segment, for the incarnation evidence. */
+export function knownSegment(s: RemoteSegment): KnownSegment {
   return {
     start: s.start,
     endOffset: s.facts.endOffset,

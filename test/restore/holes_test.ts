@@ -5,12 +5,7 @@
 // or listed-but-gone segment starts a hole of its own, with its reason; nothing good is a hole.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  describeHole,
-  findHoles,
-  type HoleInput,
-  unfinishedAtTheEnd,
-} from "../../src/restore/holes.ts";
+import { describeHole, findHoles, type HoleInput, sortProblems } from "../../src/restore/holes.ts";
 
 type Fate = "good" | "bad" | "bad-no-end" | "listed" | "gone" | "lost";
 const fate = fc.constantFrom<Fate>(
@@ -153,19 +148,20 @@ Deno.test("an object missing its .log keeps the end its manifest knows", () => {
 
 Deno.test("half a pair after the last good copy, not in the manifest, is an unfinished copy, not a hole", () => {
   const good = [{ start: 0n, end: 99n }, { start: 100n, end: 199n }];
-  const bad = [
-    { start: 200n, incomplete: true, key: "k/200.log" }, // a copy cut off: the newest
-    { start: 50n, incomplete: true, key: "k/50.log" }, // before a good copy: damage
+  const problems = [
+    { start: 200n, incomplete: true, key: "k/200.log", reason: "gone" }, // a copy cut off: the newest
+    { start: 50n, incomplete: true, key: "k/50.log", reason: "gone" }, // before a good copy: damage
   ];
-  const split = unfinishedAtTheEnd(bad, good, undefined);
-  assert.deepEqual(split.unfinished.map((b) => b.key), ["k/200.log"]);
-  assert.deepEqual(split.damaged.map((b) => b.key), ["k/50.log"]);
+  const sorted = sortProblems(problems, good, undefined);
+  assert.deepEqual(sorted.unfinished.map((b) => b.key), ["k/200.log"]);
+  assert.deepEqual(sorted.damaged.map((b) => b.key), ["k/50.log"]);
+  assert.deepEqual(sorted.bad, [{ start: 50n, end: undefined, reason: "k/50.log: gone" }]);
   // Listed by the manifest, it was verified once: then it is a hole.
-  const listed = unfinishedAtTheEnd(bad, good, { segments: [{ start: 200n, endOffset: 299n }] });
+  const listed = sortProblems(problems, good, { segments: [{ start: 200n, endOffset: 299n }] });
   assert.deepEqual(listed.unfinished, []);
   // An object that lies (not half a pair) is never "unfinished".
   assert.deepEqual(
-    unfinishedAtTheEnd([{ start: 200n, key: "k/200.log" }], good, undefined).unfinished,
+    sortProblems([{ start: 200n, key: "k/200.log", reason: "lies" }], good, undefined).unfinished,
     [],
   );
 });
