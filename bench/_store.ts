@@ -1,7 +1,8 @@
 // The object store benchmarks write to: the one named by TIERD_BENCH_S3_*, else a
 // local MinIO started by the test fixture. Also lists and empties a run's key prefix.
+import { listBounded } from "../providers/listing.ts";
 import { S3Store } from "../providers/s3/store.ts";
-import { listAll } from "../providers/types.ts";
+
 import { findMinio, MINIO_MODULE, startMinio } from "../test/fixtures/minio.ts";
 
 /** Where benchmark objects go. */
@@ -133,7 +134,7 @@ export async function listPrefix(
   store: S3Store,
   prefix: string,
 ): Promise<{ keys: string[]; bytes: number; sizes: Map<string, number> }> {
-  const objects = await listAll(store, prefix);
+  const objects = await listBounded(store, prefix);
   const sizes = new Map(objects.map((o) => [o.key, o.size]));
   const bytes = objects.reduce((n, o) => n + o.size, 0);
   return { keys: objects.map((o) => o.key), bytes, sizes };

@@ -257,20 +257,3 @@ export interface ObjectStore {
   /** Releases connections, timers and servers owned by the store. */
   close?(): Promise<void>;
 }
-
-/**
- * Every key under `prefix`, following continuation tokens within the default bounds of a
- * listing (providers/listing.ts): a store that loops, does not advance or pages without end
- * fails with a `StoreError` instead of growing the list forever.
- * @deprecated use `listBounded` from providers/listing.ts, which also names the store in its
- *   errors; this stays until the callers have moved.
- */
-export async function listAll(
-  store: ObjectStore,
-  prefix: string,
-  options: { signal?: AbortSignal; pageSize?: number } = {},
-): Promise<ObjectInfo[]> {
-  // listing.ts builds on this module: a static import would close an import cycle.
-  const { listBounded } = await import("./listing.ts");
-  return await listBounded(store, prefix, options);
-}

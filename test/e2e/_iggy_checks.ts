@@ -1,9 +1,10 @@
 // The e2e suite's checks of tierd beside a real Iggy server: objects equal the broker's bytes,
 // every offset reads back (raw and JSON) equal to what was sent and to the server's own poll,
 // and the server's stats agree with its files. Each check throws an assertion naming the place.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { listAll } from "../../providers/types.ts";
+
 import { type IggyHeaderEntry, type PolledMessage, toBase64 } from "./_iggy_http.ts";
 import { PartitionBytes, type SegmentBytes } from "./_iggy_records.ts";
 import type { Tierd, TierdJsonMessage } from "./_iggy_tierd.ts";
@@ -78,7 +79,7 @@ export async function checkObjects(
   partition: number,
   files: PartitionFiles,
 ): Promise<number> {
-  const objects = await listAll(tierd.store, tierd.keyPrefix(partition));
+  const objects = await listBounded(tierd.store, tierd.keyPrefix(partition));
   const dirs = new Set(objects.map((o) => o.key.split("/").at(-2)));
   assert.equal(dirs.size, 1, `partition ${partition}: one incarnation-generation: ${[...dirs]}`);
   const byName = new Map(objects.map((o) => [o.key.split("/").at(-1)!, o.key]));

@@ -1,8 +1,9 @@
 // Watches a live broker's partition directories while tierd runs beside it: keeps a copy of every
 // segment as soon as it is sealed (before tierd can evict it), and checks that the active
 // segment is never in the store while the broker keeps writing to it.
+import { listBounded } from "../../providers/listing.ts";
 import { join } from "node:path";
-import { listAll, type ObjectStore } from "../../providers/types.ts";
+import { type ObjectStore } from "../../providers/types.ts";
 
 /** The copy of a sealed segment, as the broker last had it. */
 export interface KeptSegment {
@@ -141,7 +142,7 @@ export class ActiveSegmentWatch extends Poller {
   protected async round(): Promise<void> {
     for (const [partition, dir] of this.dirs) {
       const before = (await logStarts(dir)).at(-1);
-      const objects = await listAll(this.store, this.keyPrefix(partition));
+      const objects = await listBounded(this.store, this.keyPrefix(partition));
       const after = (await logStarts(dir)).at(-1);
       if (before === undefined || before !== after) continue;
       this.report.checks++;

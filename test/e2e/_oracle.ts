@@ -2,11 +2,12 @@
 // "Invariants"), for end-to-end tests that run the real agent: an oracle of every sealed segment
 // ever generated, and checks of the broker directory, the state directory and the bucket
 // against it.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Store } from "../../providers/s3/store.ts";
-import { listAll } from "../../providers/types.ts";
+
 import { appendMessages, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { hex128, initHashes, xxh3_128 } from "../../src/hash.ts";
@@ -287,7 +288,7 @@ export class BrokerOracle {
       }
       // Every complete `.log` object describes the sealed segment of its name, byte for byte.
       if (base !== undefined) {
-        for (const o of await listAll(store, base)) {
+        for (const o of await listBounded(store, base)) {
           const m = /(\d{20})\.(log|index)$/.exec(o.key);
           assert.ok(m, `${at}: unexpected object ${o.key}`);
           const s = p.sealed.get(BigInt(m[1]));

@@ -1,12 +1,13 @@
 // The single binary, used as an operator would: build dist/tierd with Bun, then `--help`,
 // `gen`, `config check`, `config show`, `run --once` and `ls`, and check the objects it wrote; and
 // a second instance on a held state dir refused (the Bun flock path of the state dir lock).
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
-import { listAll } from "../../providers/types.ts";
+
 import { initHashes } from "../../src/hash.ts";
 import { fromUserMetadata } from "../../src/layout/object_metadata.ts";
 import { testConfigText } from "../_config.ts";
@@ -77,7 +78,7 @@ Deno.test("the compiled binary generates, validates and copies segments", async 
 
     // Every sealed segment of both partitions is in the store, byte for byte.
     const store = new FsStore({ root: join(tmp.path, "store") });
-    const objects = await listAll(store, "iggy/local/1/2/");
+    const objects = await listBounded(store, "iggy/local/1/2/");
     for (const partition of [0, 1]) {
       const dir = join(broker, `streams/1/topics/2/partitions/${partition}`);
       const logs = (await readdir(dir)).filter((f) => f.endsWith(".log")).sort();

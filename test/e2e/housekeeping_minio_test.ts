@@ -8,10 +8,11 @@
 // not while fresh, and never one outside the prefix; `manifest.json` lists the copies and is
 // rewritten only when they change, at most every `manifest_upload_interval`. Time moves with a
 // clock ahead of the real one.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { aheadClock } from "../_fake_clock.ts";
-import { listAll, type ObjectStore, StoreError } from "../../providers/types.ts";
+import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { appendMessages, generatePartition } from "../../src/format/generate.ts";
 import { decodeManifest } from "../../src/layout/manifest.ts";
 import {
@@ -336,7 +337,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
               assert.notEqual(current, old, "a new incarnation");
               const root = partitionRoot({ ...rig.id, prefix: rig.prefix, clusterId: "local" });
               const objectsOf = async (inc: bigint) =>
-                (await listAll(direct, `${root}${incarnationHex(inc)}-0/`)).map((o) => o.key);
+                (await listBounded(direct, `${root}${incarnationHex(inc)}-0/`)).map((o) => o.key);
               const oldObjects = await objectsOf(old);
               const currentObjects = await objectsOf(current);
               assert.equal(oldObjects.length, 2 * (rig.logs.size - 1));

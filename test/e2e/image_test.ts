@@ -3,9 +3,10 @@
 // broker's data dir mounted read-write, config, state and cache mounted — it copies, evicts and
 // serves every byte back, and Docker reports it healthy through the image's own HEALTHCHECK.
 // Needs a Docker engine: skipped loudly without one (failed in CI) or with TIERD_TEST_SERVERS=native.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { listAll } from "../../providers/types.ts";
+
 import { generatePartition } from "../../src/format/generate.ts";
 import { minioStore, ROOT, s3Env, startMinioReady } from "../fixtures/_agent.ts";
 import {
@@ -182,7 +183,7 @@ local_retention_size = "600 KiB"
       }, container.log);
 
       // Copied: each evicted segment's .log is in the bucket; evicted: gone from the broker.
-      const objects = await listAll(minioStore(minio), "iggy/image-e2e/0/0/0/");
+      const objects = await listBounded(minioStore(minio), "iggy/image-e2e/0/0/0/");
       const logs = objects.filter((o) => o.key.endsWith(".log"));
       assert.ok(logs.length >= remote, `${logs.length} .log objects for ${remote} remote segments`);
       for (const s of segments.slice(0, remote)) {

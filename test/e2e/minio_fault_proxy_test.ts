@@ -16,11 +16,12 @@
 //
 // MinIO runs natively or as a container (test/fixtures/minio.ts); without it the suite is skipped
 // loudly (failed in CI).
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { S3Store } from "../../providers/s3/store.ts";
-import { listAll } from "../../providers/types.ts";
+
 import { ChunkCache } from "../../src/cache/chunk_cache.ts";
 import { decodeChunkHeader } from "../../src/cache/chunk_format.ts";
 import { chunkName } from "../../src/cache/chunk_store.ts";
@@ -111,7 +112,7 @@ async function faultRig(
       }),
     async objects() {
       const out = new Map<string, Uint8Array>();
-      for (const { key } of await listAll(direct, "")) {
+      for (const { key } of await listBounded(direct, "")) {
         if (!key.endsWith(".log")) continue;
         const bytes = new Uint8Array((await direct.get(key)).bytes);
         out.set(hex128(xxh3_128(bytes)), bytes);

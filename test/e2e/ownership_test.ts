@@ -29,12 +29,13 @@
 //   for ~2 s, and a restore listing the partition meanwhile reported the half-uploaded segment
 //   as a hole. Now every write reads the record, and half a pair at the end of the chain is an
 //   unfinished copy, not a hole.)
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
-import { listAll, type ObjectStore } from "../../providers/types.ts";
+import { type ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../../src/config/schema.ts";
 import { parseConfig } from "../../src/config/load.ts";
 import { appendMessages, partitionDir } from "../../src/format/generate.ts";
@@ -200,7 +201,7 @@ async function ownerOf(store: ObjectStore, prefix: string, clusterId = "local") 
 }
 
 async function keysOf(store: ObjectStore, prefix = ""): Promise<string[]> {
-  return (await listAll(store, prefix)).map((o) => o.key).sort();
+  return (await listBounded(store, prefix)).map((o) => o.key).sort();
 }
 
 /** Polls `done` every 100 ms until it holds; fails naming `what` after `timeoutMs`. */

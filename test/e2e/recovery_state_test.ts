@@ -5,10 +5,11 @@
 // disk that hands the old inode to the new directory). Each ends with every generated offset
 // read back byte-identical through the HTTP API and nothing reported lost; the recreated topic
 // with a new incarnation serving the new bytes.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { listAll } from "../../providers/types.ts";
+
 import { generatePartition } from "../../src/format/generate.ts";
 import { incarnationHex } from "../../src/layout/partition.ts";
 import { partitionRoot } from "../../src/layout/object_keys.ts";
@@ -171,7 +172,7 @@ for (const { name, recreate } of RECREATES) {
         await assertEverythingReadable(rig, agent.api, concat([...fresh.values()]));
         // The old incarnation's objects wait for the orphan sweep; none was touched.
         const root = partitionRoot({ ...rig.id, prefix: rig.prefix, clusterId: "local" });
-        const oldObjects = (await listAll(rig.store, root)).filter((o) =>
+        const oldObjects = (await listBounded(rig.store, root)).filter((o) =>
           o.key.startsWith(`${root}${hexOf(before.incarnation)}-0/`)
         );
         assert.equal(oldObjects.length, 2 * (rig.logs.size - 1));

@@ -16,11 +16,12 @@
 //   reason, every other segment and the other partition restored, exit 1;
 // - a listing whose continuation token repeats or grows: restore exits non-zero promptly,
 //   naming the store and the prefix, and writes no journal.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
-import { listAll, type ObjectStore } from "../../providers/types.ts";
+import { type ObjectStore } from "../../providers/types.ts";
 import { parseConfig } from "../../src/config/load.ts";
 import type { Config } from "../../src/config/schema.ts";
 import { appendMessages, generatePartition, partitionDir } from "../../src/format/generate.ts";
@@ -611,7 +612,7 @@ async function sourceHost(
     assert.equal(s.sealed.length, 6, `${partitionLabel(s.id)}: ${s.sealed.length} sealed`);
     const root = `src/${CLUSTER}/${s.id.stream}/${s.id.topic}/${s.id.partition}/`;
     const dirs = new Set(
-      (await listAll(b.store, root)).map((o) => o.key.slice(root.length).split("/")[0]),
+      (await listBounded(b.store, root)).map((o) => o.key.slice(root.length).split("/")[0]),
     );
     assert.equal(dirs.size, 1, `${root}: ${[...dirs]}`);
     const [hex, gen] = [...dirs][0].split("-");
@@ -621,7 +622,7 @@ async function sourceHost(
     for (const start of s.sealed) await b.store.head(keysOf(b, s, start).log);
     assert.ok((await logsIn(src.dirOf(s.id))).length <= 3, "the source host evicted");
   }
-  assert.ok((await listAll(b.store, `src/${CLUSTER}/meta/`)).length >= 2, "manifests");
+  assert.ok((await listBounded(b.store, `src/${CLUSTER}/meta/`)).length >= 2, "manifests");
   await b.store.head(`src/${CLUSTER}/owner.json`);
   await b.store.close?.();
   return out;
@@ -662,7 +663,7 @@ async function copyKeySpace(
   toPrefix: string,
 ): Promise<void> {
   const root = `${fromPrefix}/${CLUSTER}/`;
-  const objects = await listAll(from, root);
+  const objects = await listBounded(from, root);
   assert.ok(objects.length > 0);
   for (const o of objects) {
     const head = await from.head(o.key);

@@ -5,11 +5,12 @@
 // started on the restored host serves every offset; without `--with-data` the agent serves every
 // offset from the store. The same after SIGKILLs at random moments during the restore (re-run
 // until it exits 0). A partition directory that is not empty is refused with exit 2.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { seededRandom } from "../../providers/rng.ts";
-import { listAll } from "../../providers/types.ts";
+
 import { parseConfig } from "../../src/config/load.ts";
 import { readSegmentBounds } from "../../src/format/bounds.ts";
 import { codecFor } from "../../src/format/codecs.ts";
@@ -251,14 +252,14 @@ if (await minioAvailable("restore tests against MinIO")) {
       const once = await runTierd(["run", "--once", "--config", src.configPath], src.env);
       assert.equal(once.code, 0, once.stderr);
       const store = minioStore(minio);
-      const manifests = (await listAll(store, "iggy/local/meta/")).map((o) => o.key);
+      const manifests = (await listBounded(store, "iggy/local/meta/")).map((o) => o.key);
       assert.equal(manifests.length, PARTITIONS.length, `manifests: ${manifests}`);
       // Every sealed segment is in the bucket (.log and .index); the empty active ones are not.
       const sealed = [...sources.values()].reduce(
         (n, files) => n + [...files.keys()].filter((f) => f.endsWith(".log")).length - 1,
         0,
       );
-      assert.equal((await listAll(store, "iggy/local/3/")).length, 2 * sealed);
+      assert.equal((await listBounded(store, "iggy/local/3/")).length, 2 * sealed);
 
       await t.step(
         "restore --with-data onto an empty host: restored, Iggy-format check, served",

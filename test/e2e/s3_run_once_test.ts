@@ -2,11 +2,12 @@
 // tierd's client): every sealed segment of an 0.8, an 0.9 and a multipart-sized partition is in
 // the bucket byte for byte, with its user metadata. Plus `tierd probe` with good and
 // bad keys, never showing a secret. Skipped loudly without MinIO (failed in CI).
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
-import { listAll } from "../../providers/types.ts";
+
 import { type GeneratedSegment, generatePartition } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { hex128, initHashes, xxh3_128 } from "../../src/hash.ts";
@@ -129,7 +130,7 @@ if (await minioAvailable("tierd run --once against MinIO")) {
         });
         const url = (key: string) =>
           `${minio.endpoint}/${minio.bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
-        const objects = await listAll(minioStore(minio), "iggy/");
+        const objects = await listBounded(minioStore(minio), "iggy/");
         const expectedKeys: string[] = [];
         for (const p of PARTITIONS) {
           const journal = await readFile(

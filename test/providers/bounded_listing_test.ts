@@ -13,7 +13,7 @@ import {
   listPages,
   PageGuard,
 } from "../../providers/listing.ts";
-import { listAll, type ListPage, type ObjectStore, StoreError } from "../../providers/types.ts";
+import { type ListPage, type ObjectStore, StoreError } from "../../providers/types.ts";
 import { FakeClock } from "../_fake_clock.ts";
 import { rejectsWith } from "./_faults.ts";
 
@@ -350,13 +350,6 @@ Deno.test("bounded listing: errors name the store as described, the prefix and t
       `2 keys: the continuation token repeats that of page 1 (the store loops)`,
   );
   assert.deepEqual(err.detail, { op: "list", code: "ListingLoop" });
-});
-
-Deno.test("bounded listing: listAll (types.ts) is the bounded listing", async () => {
-  const { store, calls } = scriptedStore(() => page([], "same"));
-  const err = await rejectsWith(listAll(store, "p/"), "Malformed");
-  assertFault(err, "ListingLoop", 2);
-  assert.equal(calls.length, 2);
 });
 
 Deno.test("page guard: with markers, uploads may come in any order while the markers advance", () => {

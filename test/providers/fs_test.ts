@@ -1,12 +1,13 @@
 // What only the filesystem store has to get right: paths that stay inside the root, crash
 // leftovers, several stores on one root, its on-disk layout (plain files standard tools read,
 // copy and compare), and reading the first layout. Separate processes: fs_processes_test.ts.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FsStore, META_SUFFIX } from "../../providers/fs/store.ts";
 import { encodeLegacyObject, LAYOUT_FILE } from "../../providers/fs/legacy.ts";
-import { listAll, StoreError } from "../../providers/types.ts";
+import { StoreError } from "../../providers/types.ts";
 import { tempDir } from "../_util.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -68,7 +69,7 @@ Deno.test("fs: hostile keys are refused and nothing is written outside the root"
       assert.deepEqual((await store.list(prefix)).objects, [], `list ${JSON.stringify(prefix)}`);
     }
     assert.deepEqual(await tree(dir.path), before, "no file appeared anywhere");
-    assert.deepEqual((await listAll(store, "")).map((o) => o.key), ["inside"]);
+    assert.deepEqual((await listBounded(store, "")).map((o) => o.key), ["inside"]);
   } finally {
     await dir.cleanup();
   }
@@ -96,7 +97,7 @@ Deno.test("fs: a key needing a folder where an object is (or the reverse) is a t
       [],
       "deleting a folder's name is a no-op",
     );
-    assert.deepEqual((await listAll(store, "")).map((o) => o.key), ["a/b", "d/e/f"]);
+    assert.deepEqual((await listBounded(store, "")).map((o) => o.key), ["a/b", "d/e/f"]);
   } finally {
     await dir.cleanup();
   }
@@ -116,10 +117,10 @@ Deno.test("fs: leftovers of a crashed write are never objects, and old ones are 
     await utimes(stale, old, old);
     // A stray file among the objects, without metadata beside it, is no object either.
     await writeFile(join(dir.path, "objects", "seg", "stray"), bytes("junk"));
-    assert.deepEqual((await listAll(store, "")).map((o) => o.key), ["seg/0.log"]);
+    assert.deepEqual((await listBounded(store, "")).map((o) => o.key), ["seg/0.log"]);
 
     const reopened = new FsStore({ root: dir.path });
-    assert.deepEqual((await listAll(reopened, "")).map((o) => o.key), ["seg/0.log"]);
+    assert.deepEqual((await listBounded(reopened, "")).map((o) => o.key), ["seg/0.log"]);
     assert.deepEqual(
       await readdir(join(dir.path, "tmp")),
       ["0123456789abcdef01234567"],
@@ -451,7 +452,7 @@ Deno.test("fs: requests honour an aborted signal", async () => {
     await assert.rejects(store.put("k", bytes("x"), { signal }), { name: "AbortError" });
     await assert.rejects(store.get("k", { signal }), { name: "AbortError" });
     await assert.rejects(store.list("", { signal }), { name: "AbortError" });
-    assert.deepEqual(await listAll(store, ""), []);
+    assert.deepEqual(await listBounded(store, ""), []);
   } finally {
     await dir.cleanup();
   }

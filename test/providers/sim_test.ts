@@ -1,8 +1,9 @@
 // The simulator's fault injection and oracle; its plain behaviour is in test/contract/.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type SimFaults, SimStore } from "../../providers/sim/store.ts";
-import { classify, listAll, StoreError } from "../../providers/types.ts";
+import { classify, StoreError } from "../../providers/types.ts";
 import { FakeClock, InstantClock } from "../_fake_clock.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -187,7 +188,7 @@ Deno.test("sim: withRetry rides through a flaky store, and the oracle sees every
   for (let i = 0; i < 50; i++) {
     assert.deepEqual(sim.objects.get(`seg/${i}`)?.bytes, bytes(`body ${i}`));
   }
-  const listed = await retry((signal) => listAll(sim, "seg/", { signal, pageSize: 7 }));
+  const listed = await retry((signal) => listBounded(sim, "seg/", { signal, pageSize: 7 }));
   assert.equal(listed.length, 50);
 });
 

@@ -1,9 +1,10 @@
 // Local eviction and total retention on real files with the fs store.
+import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FsStore } from "../../providers/fs/store.ts";
-import { listAll } from "../../providers/types.ts";
+
 import { generatePartition } from "../../src/format/generate.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -46,7 +47,7 @@ Deno.test("eviction removes a verified prefix, leaves markers, never the active 
     assert.ok(left.includes(segments.at(-1)!.logPath.split("/").at(-1)!));
     // Every evicted segment has a valid marker and its bytes in the store.
     const stateDir = join(config.agent.state_dir, "streams/0/topics/0/partitions/0");
-    const objects = await listAll(store, "iggy/");
+    const objects = await listBounded(store, "iggy/");
     for (const s of evicted) {
       const stem = s.logPath.split("/").at(-1)!.replace(".log", "");
       const marker = await readMarker(join(stateDir, `${stem}.remote`));
@@ -95,7 +96,7 @@ Deno.test("total retention deletes expired remote copies, never at or after a co
     const worker = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
     const report = await worker.pass();
     assert.deepEqual(report.errors, []);
-    const keys = (await listAll(store, "iggy/")).map((o) => o.key).filter((k) =>
+    const keys = (await listBounded(store, "iggy/")).map((o) => o.key).filter((k) =>
       k.endsWith(".log")
     );
     // Segments ending before the barrier are gone remotely; the one holding it and later stay.

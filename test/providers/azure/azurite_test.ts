@@ -2,11 +2,12 @@
 // is NotFound, the boot probe names what is wrong, large objects go through the shared
 // multipart writer as block lists, metadata names travel as C# identifiers, and listings come in
 // Azure's UTF-16 order. Skipped with one loud line without Azurite (failed in CI).
+import { listBounded } from "../../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { AzureStore, type AzureStoreOptions } from "../../../providers/azure/store.ts";
 import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts";
 import { probeStore } from "../../../providers/probe.ts";
-import { listAll, StoreError } from "../../../providers/types.ts";
+import { StoreError } from "../../../providers/types.ts";
 import { type AzuriteServer, findAzurite, startAzurite } from "../../fixtures/azurite.ts";
 import { freePort } from "../../fixtures/_server.ts";
 import { accountSas } from "./_sas.ts";
@@ -182,7 +183,9 @@ if ("reason" in found) {
         for (const name of [...names].reverse()) {
           await store.put(`order/${name}`, new Uint8Array([1]));
         }
-        const listed = (await listAll(store, "order/", { pageSize: 3 })).map((o) => o.key.slice(6));
+        const listed = (await listBounded(store, "order/", { pageSize: 3 })).map((o) =>
+          o.key.slice(6)
+        );
         assert.deepEqual(listed, names);
         await store.deleteMany(names.map((n) => `order/${n}`));
       });
@@ -213,7 +216,7 @@ if ("reason" in found) {
           assert.deepEqual((await store.head("big/w.log")).metadata, { "end-offset": "99" });
           assert.deepEqual(await store.listMultipartUploads("big/"), [], "the marker is gone");
           assert.deepEqual(
-            (await listAll(store, "big/")).map((o) => o.key),
+            (await listBounded(store, "big/")).map((o) => o.key),
             ["big/w.log"],
             "no marker in listings",
           );
@@ -244,7 +247,7 @@ if ("reason" in found) {
         assert.equal(err.kind, "NotFound");
         assert.equal(err.detail.code, "NoSuchUpload");
         assert.equal((await store.head("abort/x").catch((e) => e)).kind, "NotFound");
-        assert.deepEqual(await listAll(store, "abort/"), []);
+        assert.deepEqual(await listBounded(store, "abort/"), []);
       });
     } finally {
       await azurite.stop();
