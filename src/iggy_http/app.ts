@@ -8,6 +8,7 @@ import type { FetchHandler } from "../http/serve.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import type { ReadContext } from "../read/context.ts";
 import { ContinuityReaders } from "../read/continuity.ts";
+import { NameCache } from "../iggy_front/names.ts";
 import { ClientCalls } from "./client_calls.ts";
 import { errorResponse } from "./errors.ts";
 import { servePoll } from "./poll.ts";
@@ -48,6 +49,7 @@ export function createIggyHttp(o: IggyHttpOptions): IggyHttp {
   const calls = new ClientCalls(upstream, o.authCacheTtlMs, o.clock ?? systemClock);
   const logger = o.logger ?? silentLogger;
   const continuity = new ContinuityReaders();
+  const names = new NameCache(o.authCacheTtlMs, o.clock ?? systemClock);
 
   const forward = async (req: Request): Promise<Response> => {
     const url = new URL(req.url);
@@ -73,7 +75,7 @@ export function createIggyHttp(o: IggyHttpOptions): IggyHttp {
     fetch(req: Request): Promise<Response> {
       const m = req.method === "GET" ? POLL_PATH.exec(new URL(req.url).pathname) : null;
       if (!m) return forward(req);
-      return servePoll({ read: o.read, calls, continuity, logger, forward }, req, {
+      return servePoll({ read: o.read, calls, continuity, logger, forward, names }, req, {
         stream: m[1],
         topic: m[2],
       });

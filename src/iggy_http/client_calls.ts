@@ -11,18 +11,10 @@ import { createHash } from "node:crypto";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { BrokerRefused, IggyHttpError } from "./errors.ts";
 import { arrayElements, JsonShapeError, objectMembers, unsignedMember } from "./json_scan.ts";
+import type { TopicIds } from "../iggy_front/names.ts";
+import type { PartitionView } from "../iggy_front/plan.ts";
 import { derivedQuery, type PollQuery } from "./query.ts";
 import type { Upstream } from "./upstream.ts";
-
-/** What the probe found out about a partition. */
-export interface PartitionView {
-  /** The first offset the broker still has; undefined when it answered no message. */
-  first?: bigint;
-  /** The broker's current (last) offset; 0 from a 0.8 broker that answered no message. */
-  current: bigint;
-  /** True when it was asked of the broker for this call (not reused from an earlier one). */
-  fresh: boolean;
-}
 
 /** A poll answered by the broker, its messages as JSON texts. */
 export interface BrokerPoll {
@@ -181,6 +173,37 @@ export class ClientCalls {
     });
     if (res.status < 200 || res.status > 299) {
       throw new BrokerRefused(res.status, res.headers, res.body, "PUT consumer-offsets");
+    }
+  }
+
+  /**
+   * The numeric ids of the target's stream and topic as the broker names them for this token
+   * (`GET /streams/{s}` and `GET /streams/{s}/topics/{t}`); undefined when it does not know them.
+   * @throws {BrokerRefused} when the broker refuses
+   */
+  async topicIds(auth: string | null, target: PollTarget): Promise<TopicIds | undefined> {
+    const stream = await this.#idOf(auth, `/streams/${target.stream}`, "GET stream");
+    if (stream === undefined) return undefined;
+    const topic = await this.#idOf(
+      auth,
+      `/streams/${target.stream}/topics/${target.topic}`,
+      "GET topic",
+    );
+    return topic === undefined ? undefined : { stream, topic };
+  }
+
+  async #idOf(auth: string | null, path: string, what: string): Promise<number | undefined> {
+    const { status, text } = await this.#get(auth, path, what, true);
+    if (status === 404) return undefined;
+    try {
+      return Number(unsignedMember(text, "id"));
+    } catch (err) {
+      if (!(err instanceof JsonShapeError)) throw err;
+      throw new IggyHttpError(
+        502,
+        "broker_answer_unreadable",
+        `the broker's ${what}: ${err.message}`,
+      );
     }
   }
 

@@ -12,6 +12,7 @@ import {
   StoreUnavailable,
 } from "../read/errors.ts";
 import { ReadBudgetExceeded } from "../read/read_budget.ts";
+import { PollNotJudged } from "../iggy_front/plan.ts";
 
 /** The broker refused a call tierd made with the client's token; its answer goes back as is. */
 export class BrokerRefused extends Error {
@@ -57,7 +58,7 @@ export class IggyHttpError extends Error {
  * | --- | --- |
  * | BrokerRefused | the broker's, with its body |
  * | IggyHttpError | its own |
- * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded, PartitionRebuilding | 503 + Retry-After |
+ * | StoreUnavailable, FetchTimeout, CacheFull, ReadBudgetExceeded, PartitionRebuilding, PollNotJudged | 503 + Retry-After |
  * | any other ReadError (data loss, corrupt bytes) | 500 |
  * | anything else | 500 `internal` |
  */
@@ -77,6 +78,11 @@ export function errorResponse(err: unknown): Response {
 /** The typed form of any failure. */
 export function toIggyHttpError(err: unknown): IggyHttpError {
   if (err instanceof IggyHttpError) return err;
+  if (err instanceof PollNotJudged) {
+    return new IggyHttpError(503, "poll_not_judged", err.message, {
+      "retry-after": String(err.retryAfterSeconds),
+    });
+  }
   if (err instanceof ReadError) {
     const retry = err instanceof StoreUnavailable || err instanceof FetchTimeout ||
         err instanceof CacheFull || err instanceof ReadBudgetExceeded ||

@@ -8,14 +8,8 @@
 // lengths) with `offset` = base offset + delta, `timestamp` = the batch's base timestamp and
 // `origin_timestamp` = the batch's origin timestamp + the frame's delta — which is what tierd's
 // codecs decode.
-import type { Message } from "../format/types.ts";
+import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import { base64, userHeadersJson } from "./user_headers.ts";
-
-/** A message to render: a decoded one and its stored checksum. */
-export interface PolledMessage {
-  message: Message;
-  checksum: bigint;
-}
 
 /** One message as the broker writes it. */
 export function messageJson(p: PolledMessage): string {

@@ -5,9 +5,7 @@
 // `partition_id` 0, `kind` offset, `value` 0, `count` 10, `auto_commit` false, `consumer_id` 1;
 // unknown parameters ignored. A query this parser does not understand is never answered by
 // tierd: it goes to the broker, which gives its own error.
-
-/** A polling strategy, as `PollingKind` names it. */
-export type PollKind = "offset" | "timestamp" | "first" | "last" | "next";
+import type { PollKind } from "../iggy_front/plan.ts";
 
 /** A parsed poll. */
 export interface PollQuery {

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { Message } from "../../src/format/types.ts";
 import { createIggyHttp, type IggyHttp } from "../../src/iggy_http/app.ts";
-import { messageJson, polledJson, type PolledMessage } from "../../src/iggy_http/polled_json.ts";
+import type { PolledMessage } from "../../src/iggy_front/remote_read.ts";
+import { messageJson, polledJson } from "../../src/iggy_http/polled_json.ts";
 import { generatePartition, partitionDir } from "../../src/format/generate.ts";
 import type { ReadContextOptions } from "../../src/read/context.ts";
 import { JournalStateReader } from "../../src/read/state_source.ts";
@@ -71,6 +72,11 @@ function fakeBroker(messages: PolledMessage[], first: bigint): Broker {
       }, { status: 404 });
     }
     if (url.pathname.endsWith("/messages")) {
+      if (!/^\/streams\/(0|orders)\/topics\/(0|events)\//.test(url.pathname)) {
+        return Response.json({ id: 404, code: "not_found", reason: "x", field: null }, {
+          status: 404,
+        });
+      }
       const p = url.searchParams;
       const count = Number(p.get("count") ?? 10);
       const from = p.get("kind") === "first" ? first : BigInt(p.get("value") ?? 0);
@@ -78,6 +84,18 @@ function fakeBroker(messages: PolledMessage[], first: bigint): Broker {
       const picked = messages.filter((m) => m.message.offset >= start).slice(0, count);
       const text = polledJson(Number(p.get("partition_id") ?? 0), current, picked.map(messageJson));
       return new Response(text, { headers: { "content-type": "application/json" } });
+    }
+    const named = /^\/streams\/([^/]+)(?:\/topics\/([^/]+))?$/.exec(url.pathname);
+    if (named) {
+      // Stream "orders" (id 0) holds topic "events" (id 0); nothing else is known.
+      const known = named[2] === undefined ? ["0", "orders"] : ["0", "events"];
+      const name = named[2] ?? named[1];
+      if (!known.includes(name)) {
+        return Response.json({ id: 404, code: "not_found", reason: "x", field: null }, {
+          status: 404,
+        });
+      }
+      return Response.json({ id: 0, name: known[1], size: 1 });
     }
     return new Response(new Uint8Array([0, 1, 2, 255]), { headers: { "x-other": "1" } });
   });
@@ -232,13 +250,45 @@ Deno.test("everything else passes through byte for byte, request bodies streamed
     );
     assert.equal(put.status, 204);
     assert.equal(put.body, null);
-    const named = await iggy.fetch(
-      new Request("http://tierd/streams/name/topics/0/messages?kind=offset&value=0&count=2", {
+    const unknown = await iggy.fetch(
+      new Request("http://tierd/streams/nope/topics/0/messages?kind=offset&value=0&count=2", {
         headers: { authorization: GOOD },
       }),
     );
-    assert.equal(named.status, 200, "a named stream is the broker's");
-    await named.body?.cancel();
+    assert.equal(unknown.status, 404, "a name the broker does not know gets the broker's 404");
+    await unknown.body?.cancel();
+  });
+});
+
+Deno.test("streams and topics named by name are resolved through the broker and read as their ids", async () => {
+  await withListener(async ({ iggy, broker, messages }) => {
+    const query = "kind=offset&value=0&count=5";
+    const byName = await iggy.fetch(
+      new Request(`http://tierd/streams/orders/topics/events/messages?${query}`, {
+        headers: { authorization: GOOD },
+      }),
+    );
+    assert.equal(byName.status, 200);
+    const body = await byName.json();
+    assert.deepEqual(
+      body.messages.map((m: { header: { offset: number } }) => BigInt(m.header.offset)),
+      messages.slice(0, 5).map((m) => m.message.offset),
+      "the evicted offsets, from tierd",
+    );
+    const byId = await iggy.fetch(poll(query));
+    assert.deepEqual(await byId.json(), body, "the same answer as by id");
+    const asked = broker.calls.map((c) => c.path);
+    assert(asked.includes("/streams/orders"), "the stream's name was asked of the broker");
+    assert(asked.includes("/streams/orders/topics/events"), "and the topic's");
+    assert(
+      asked.some((p) => p.startsWith("/streams/orders/topics/events/messages?")),
+      "the probe polls by the client's own names",
+    );
+    const anonymous = await iggy.fetch(
+      new Request(`http://tierd/streams/orders/topics/events/messages?${query}`),
+    );
+    assert.equal(anonymous.status, 401, "no names are resolved for a client the broker refuses");
+    await anonymous.body?.cancel();
   });
 });
 

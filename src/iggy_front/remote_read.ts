@@ -12,7 +12,13 @@ import type { FormatName } from "../format/types.ts";
 import type { ReadContext } from "../read/context.ts";
 import { OffsetBelowRetention, OffsetPastEnd } from "../read/errors.ts";
 import { readRecords, type ReadResult } from "../read/read_records.ts";
-import type { PolledMessage } from "./polled_json.ts";
+import type { Message } from "../format/types.ts";
+
+/** A message read from tierd: a decoded one and its stored checksum. */
+export interface PolledMessage {
+  message: Message;
+  checksum: bigint;
+}
 
 /** Bytes of records asked for per read. */
 export const CHUNK_BYTES = 4 * 1024 * 1024;
@@ -40,6 +46,8 @@ export interface RemoteSlice {
   next: bigint;
   /** True when the read stopped at `until`: the rest is the broker's. */
   reachedBroker: boolean;
+  /** The on-disk format the messages were read in; undefined when none were. */
+  format?: FormatName;
 }
 
 /** The stored checksum of a decoded message: the first 8 bytes of its header, before its payload. */
@@ -65,6 +73,7 @@ export async function readRemote(
   const messages: PolledMessage[] = [];
   let cur = range.from;
   let taken = 0;
+  let format: FormatName | undefined;
   while (messages.length < range.count && cur < range.until && taken < range.maxBytes) {
     const want = Math.min(CHUNK_BYTES, range.maxBytes - taken);
     releases.push(await ctx.budget?.acquire(want, BUDGET_WAIT_MS) ?? (() => {}));
@@ -87,6 +96,7 @@ export async function readRemote(
       throw err;
     }
     if (r.gap && messages.length > 0) break; // an answer never spans lost offsets
+    format = r.format;
     const codec = codecFor(r.format);
     const file =
       `partition ${range.partition.stream}/${range.partition.topic}/${range.partition.partition}`;
@@ -101,5 +111,5 @@ export async function readRemote(
     cur = last !== undefined && last + 1n < r.nextOffset ? last + 1n : r.nextOffset;
     if (messages.length >= range.count) cur = last! + 1n;
   }
-  return { messages, next: cur, reachedBroker: cur >= range.until };
+  return { messages, next: cur, reachedBroker: cur >= range.until, format };
 }
