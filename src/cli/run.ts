@@ -13,6 +13,8 @@ import { humanSize } from "../config/units.ts";
 import { createApp } from "../http/app.ts";
 import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
 import { createIggyHttp, type IggyHttp } from "../iggy_http/app.ts";
+import type { IggyTcp } from "../iggy_tcp/front.ts";
+import { startIggyTcpFromConfig } from "../iggy_tcp/from_config.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
 import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
@@ -379,6 +381,22 @@ async function runAgent(
       broker: config.agent.broker.http_url,
     });
   }
+  // The binary front: the broker's TCP protocol, reading through to the bucket.
+  let tcpFront: IggyTcp | undefined;
+  if (config.agent.iggy_tcp.listen !== "") {
+    tcpFront = await startIggyTcpFromConfig(config.agent.iggy_tcp, {
+      read,
+      metrics,
+      authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
+      logger,
+      clock,
+    });
+    logger.info("iggy tcp front listening", {
+      address: `${tcpFront.hostname}:${tcpFront.port}`,
+      broker: config.agent.iggy_tcp.broker_address,
+      tls: config.agent.iggy_tcp.tls_cert !== "",
+    });
+  }
   try {
     await loop(worker, config, {
       signal: stop.signal,
@@ -399,6 +417,7 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    await tcpFront?.close();
     await iggy?.server.close();
     iggy?.handler.close();
     systemd?.close();

@@ -146,7 +146,17 @@ function resolvePaths(config: Config, base: string): Config {
   const state_dir = abs(agent.state_dir);
   return {
     ...config,
-    agent: { ...agent, data_dir: abs(agent.data_dir), state_dir },
+    agent: {
+      ...agent,
+      data_dir: abs(agent.data_dir),
+      state_dir,
+      iggy_tcp: {
+        ...agent.iggy_tcp,
+        tls_cert: abs(agent.iggy_tcp.tls_cert),
+        tls_key: abs(agent.iggy_tcp.tls_key),
+        broker_tls_ca: abs(agent.iggy_tcp.broker_tls_ca),
+      },
+    },
     tiered_storage: {
       ...ts,
       fs: { ...ts.fs, path: abs(ts.fs.path) },

@@ -51,6 +51,20 @@ export function checkRules(config: Config): RuleViolation[] {
     );
   }
 
+  const tcp = config.agent.iggy_tcp;
+  if (tcp.listen !== "" && tcp.broker_address === "") {
+    need(
+      ["agent", "iggy_tcp", "broker_address"],
+      "the broker's TCP address when agent.iggy_tcp.listen is set (the broker it fronts)",
+    );
+  }
+  if ((tcp.tls_cert === "") !== (tcp.tls_key === "")) {
+    need(
+      ["agent", "iggy_tcp", tcp.tls_cert === "" ? "tls_cert" : "tls_key"],
+      "both tls_cert and tls_key (the front's certificate and its key), or neither",
+    );
+  }
+
   if (ts.enabled) {
     const when = `when enabled = true and backend = "${ts.backend}"`;
     switch (ts.backend) {

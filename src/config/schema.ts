@@ -60,6 +60,31 @@ export interface IggyHttpConfig {
   auth_cache_ttl: number;
 }
 
+/**
+ * `[agent.iggy_tcp]`: a front for the broker's TCP binary protocol (src/iggy_tcp/): clients
+ * connect here as they would to the broker; each gets its own connection to the broker.
+ */
+export interface IggyTcpConfig {
+  /** `host:port`, e.g. `"127.0.0.1:8091"`; `""` = off. @default "" */
+  listen: string;
+  /** The broker's TCP transport, `host:port` (its `tcp.address`). @default "" */
+  broker_address: string;
+  /** PEM certificate chain the front presents; with `tls_key`, clients speak TLS. @default "" */
+  tls_cert: string;
+  /** PEM private key of `tls_cert`. @default "" */
+  tls_key: string;
+  /** Speak TLS to the broker (its `tcp.tls.enabled`). @default false */
+  broker_tls: boolean;
+  /** PEM CA bundle that signed the broker's certificate; `""` = the system's. @default "" */
+  broker_tls_ca: string;
+  /** The name the broker's certificate must carry; `""` = the host of `broker_address`. @default "" */
+  broker_tls_domain: string;
+  /** The largest frame taken from a client or the broker; a larger one closes that connection. @default 64 MiB */
+  max_frame_size: number;
+  /** Client connections open at most; more are closed as they arrive. @default 1024 */
+  max_connections: number;
+}
+
 /** `[agent]`: the sidecar process itself. */
 export interface AgentConfig {
   /**
@@ -115,6 +140,7 @@ export interface AgentConfig {
   read_memory_budget: number;
   broker: BrokerConfig;
   iggy_http: IggyHttpConfig;
+  iggy_tcp: IggyTcpConfig;
 }
 
 /** `[tiered_storage.housekeeping]`: background jobs that run when the agent is idle. */
@@ -576,6 +602,32 @@ const iggyHttpSchema = z.strictObject({
   auth_cache_ttl: duration(finite).prefault("1 s"),
 });
 
+const listenOrOff = z.string().refine((s) => {
+  if (s === "") return true;
+  try {
+    parseListen(s);
+    return true;
+  } catch {
+    return false;
+  }
+}, { message: `${LISTEN_EXPECTED}, or "" for off` });
+
+const iggyTcpSchema = z.strictObject({
+  listen: listenOrOff.prefault(""),
+  broker_address: listenOrOff.prefault(""),
+  tls_cert: z.string().prefault(""),
+  tls_key: z.string().prefault(""),
+  broker_tls: z.boolean().prefault(false),
+  broker_tls_ca: z.string().prefault(""),
+  broker_tls_domain: z.string().prefault(""),
+  max_frame_size: size({
+    ok: (n) => n >= 1024 && n <= 4 * 1024 * MiB,
+    expected: "between 1 KiB and 4 GiB",
+  })
+    .prefault("64 MiB"),
+  max_connections: int(1, 1_000_000).prefault(1024),
+});
+
 const agentSchema = z.strictObject({
   data_dir: z.string({
     error: (iss) =>
@@ -609,6 +661,7 @@ const agentSchema = z.strictObject({
   read_memory_budget: size().prefault("0"),
   broker: brokerSchema.prefault({}),
   iggy_http: iggyHttpSchema.prefault({}),
+  iggy_tcp: iggyTcpSchema.prefault({}),
 }, {
   error: (iss) =>
     iss.code === "invalid_type" && iss.input === undefined

@@ -103,6 +103,21 @@ export interface TierdMetrics {
   credentialsExpiry: Gauge<"source">;
   /** `tierd_credentials_refreshes_total{source,outcome}`: credential refreshes by outcome. */
   credentialRefreshes: Counter<"source" | "outcome">;
+  /**
+   * `tierd_iggy_polls_total{listener,source}`: message polls on an Iggy front (`http`, `tcp`) by
+   * who answered them: `tierd` (from the bucket, spliced with the broker's) or `broker`.
+   */
+  iggyPolls: Counter<"listener" | "source">;
+  /** `tierd_iggy_poll_duration_seconds{listener,source}`: time to answer a poll. */
+  iggyPollDuration: Histogram<"listener" | "source">;
+  /** `tierd_iggy_forwarded_total{listener,command}`: requests or frames forwarded unchanged. */
+  iggyForwarded: Counter<"listener" | "command">;
+  /** `tierd_iggy_bytes_total{listener,direction}`: bytes through a front (to_broker, to_client). */
+  iggyBytes: Counter<"listener" | "direction">;
+  /** `tierd_iggy_errors_total{listener,kind}`: a front's failures by kind. */
+  iggyErrors: Counter<"listener" | "kind">;
+  /** `tierd_iggy_connections{listener}`: client connections open on a front. */
+  iggyConnections: Gauge<"listener">;
   /** `tierd_build_info{version}`: always 1. */
   buildInfo: Gauge<"version">;
   /** `tierd_start_time_seconds`: when the process started, seconds since the epoch. */
@@ -263,6 +278,37 @@ export function createTierdMetrics(
       "tierd_credentials_refreshes_total",
       "Store credential refreshes by source and outcome (ok, failed).",
       ["source", "outcome"],
+    ),
+    iggyPolls: registry.counter(
+      "tierd_iggy_polls_total",
+      "Message polls on an Iggy front by who answered them (tierd: from the bucket).",
+      ["listener", "source"],
+    ),
+    iggyPollDuration: registry.histogram(
+      "tierd_iggy_poll_duration_seconds",
+      "Time to answer a message poll on an Iggy front.",
+      ["listener", "source"],
+      REQUEST_BUCKETS,
+    ),
+    iggyForwarded: registry.counter(
+      "tierd_iggy_forwarded_total",
+      "Requests or frames an Iggy front forwarded to the broker unchanged, by command.",
+      ["listener", "command"],
+    ),
+    iggyBytes: registry.counter(
+      "tierd_iggy_bytes_total",
+      "Bytes through an Iggy front, by direction (to_broker, to_client).",
+      ["listener", "direction"],
+    ),
+    iggyErrors: registry.counter(
+      "tierd_iggy_errors_total",
+      "Failures of an Iggy front by kind.",
+      ["listener", "kind"],
+    ),
+    iggyConnections: registry.gauge(
+      "tierd_iggy_connections",
+      "Client connections open on an Iggy front.",
+      ["listener"],
     ),
     buildInfo: registry.gauge("tierd_build_info", "Always 1; labelled with the version.", [
       "version",

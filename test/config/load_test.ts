@@ -89,6 +89,17 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       read_memory_budget: 0,
       broker: { http_url: "", username: "", password: "", personal_access_token: "" },
       iggy_http: { listen: "", auth_cache_ttl: 1_000 },
+      iggy_tcp: {
+        listen: "",
+        broker_address: "",
+        tls_cert: "",
+        tls_key: "",
+        broker_tls: false,
+        broker_tls_ca: "",
+        broker_tls_domain: "",
+        max_frame_size: 64 * 1024 * 1024,
+        max_connections: 1024,
+      },
     },
     tiered_storage: {
       enabled: false,
