@@ -361,6 +361,7 @@ async function runAgent(
       read,
       brokerUrl: config.agent.broker.http_url,
       authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
+      metrics,
       logger,
       clock,
     });

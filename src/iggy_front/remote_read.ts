@@ -18,6 +18,11 @@ import type { Message } from "../format/types.ts";
 export interface PolledMessage {
   message: Message;
   checksum: bigint;
+  /**
+   * The whole stored record the message was read from (a 0.8 message, a 0.9 batch), a view of
+   * the read's bytes: what a binary answer re-sends or slices.
+   */
+  record?: Uint8Array;
 }
 
 /** Bytes of records asked for per read. */
@@ -101,9 +106,10 @@ export async function readRemote(
     const file =
       `partition ${range.partition.stream}/${range.partition.topic}/${range.partition.partition}`;
     for (const record of codec.walk(r.bytes, { file, startOffset: r.firstOffset, verify: false })) {
+      const raw = r.bytes.subarray(record.position, record.position + record.size);
       for (const m of codec.messages(r.bytes, record, file)) {
         if (m.offset < cur || m.offset >= range.until || messages.length >= range.count) continue;
-        messages.push({ message: m, checksum: checksumOf(r, m.payload, r.format) });
+        messages.push({ message: m, checksum: checksumOf(r, m.payload, r.format), record: raw });
       }
     }
     taken += r.bytes.length;

@@ -6,6 +6,7 @@
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import type { FetchHandler } from "../http/serve.ts";
 import { type Logger, silentLogger } from "../log.ts";
+import type { TierdMetrics } from "../metrics/tierd.ts";
 import type { ReadContext } from "../read/context.ts";
 import { ContinuityReaders } from "../read/continuity.ts";
 import { NameCache } from "../iggy_front/names.ts";
@@ -22,6 +23,8 @@ export interface IggyHttpOptions {
   brokerUrl: string;
   /** How long a client token's probe answer is reused (`[agent.iggy_http] auth_cache_ttl`). */
   authCacheTtlMs: number;
+  /** Where the listener's polls, forwards and errors are counted. */
+  metrics?: TierdMetrics;
   logger?: Logger;
   clock?: Clock;
 }
@@ -51,7 +54,9 @@ export function createIggyHttp(o: IggyHttpOptions): IggyHttp {
   const continuity = new ContinuityReaders();
   const names = new NameCache(o.authCacheTtlMs, o.clock ?? systemClock);
 
+  const clock = o.clock ?? systemClock;
   const forward = async (req: Request): Promise<Response> => {
+    o.metrics?.iggyForwarded.inc({ listener: "http", command: req.method });
     const url = new URL(req.url);
     try {
       const res = await upstream.send({
@@ -72,13 +77,33 @@ export function createIggyHttp(o: IggyHttpOptions): IggyHttp {
   };
 
   return {
-    fetch(req: Request): Promise<Response> {
+    async fetch(req: Request): Promise<Response> {
       const m = req.method === "GET" ? POLL_PATH.exec(new URL(req.url).pathname) : null;
       if (!m) return forward(req);
-      return servePoll({ read: o.read, calls, continuity, logger, forward, names }, req, {
-        stream: m[1],
-        topic: m[2],
-      });
+      const started = clock.monotonic();
+      let source: "tierd" | "broker" = "broker";
+      const res = await servePoll(
+        {
+          read: o.read,
+          calls,
+          continuity,
+          logger,
+          forward,
+          names,
+          answered: () => source = "tierd",
+        },
+        req,
+        { stream: m[1], topic: m[2] },
+      );
+      if (o.metrics) {
+        if (res.status >= 500) o.metrics.iggyErrors.inc({ listener: "http", kind: "read" });
+        o.metrics.iggyPolls.inc({ listener: "http", source });
+        o.metrics.iggyPollDuration.observe(
+          { listener: "http", source },
+          (clock.monotonic() - started) / 1000,
+        );
+      }
+      return res;
     },
     close: () => upstream.close(),
   };

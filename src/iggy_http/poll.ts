@@ -24,6 +24,8 @@ export interface PollDeps {
   forward: (req: Request) => Promise<Response>;
   /** Names of streams and topics resolved to ids, per token. */
   names: NameCache;
+  /** Called when tierd answers a poll from the bucket. */
+  answered?: () => void;
 }
 
 /** A response body that gives the read memory back once sent (or abandoned). */
@@ -96,6 +98,7 @@ export async function servePoll(
     const id: PartitionId = { ...ids, partition: q.partition };
     const answer = await planPoll(deps, side, q, id);
     if (!answer) return deps.forward(req);
+    deps.answered?.();
     const messages = answer.tierd.map(messageJson);
     if (answer.broker) messages.push(...answer.broker.answer.messages);
     const body = new TextEncoder().encode(polledJson(q.partition, answer.current, messages));

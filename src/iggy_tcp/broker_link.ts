@@ -6,7 +6,10 @@
 import net from "node:net";
 import tls from "node:tls";
 import { type Clock, systemClock } from "../../providers/clock.ts";
-import { FrameReader, type ResponseFrame08 as Frame, WireError } from "./wire.ts";
+import { type FrameOf, FrameReader, WireError } from "./wire.ts";
+
+/** The broker's framing: 0.8 response frames, or 0.9 VSR frames (replies and evictions). */
+export type BrokerFraming = "response-0.8" | "vsr-0.9";
 
 /** Where the broker's TCP transport listens. */
 export interface BrokerAddress {
@@ -27,18 +30,18 @@ export class BrokerLinkClosed extends Error {
 }
 
 /** A connection to the broker. */
-export class BrokerLink {
+export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
   readonly #socket: net.Socket;
-  readonly #reader: FrameReader<"response-0.8">;
-  readonly #waiting: { resolve(f: Frame): void; reject(e: Error): void }[] = [];
+  readonly #reader: FrameReader<F>;
+  readonly #waiting: { resolve(f: FrameOf<F>): void; reject(e: Error): void }[] = [];
   #closed: Error | undefined;
   readonly #onClose: ((err: Error) => void)[] = [];
 
-  private constructor(socket: net.Socket, maxFrameBytes: number) {
+  private constructor(socket: net.Socket, framing: F, maxFrameBytes: number) {
     this.#socket = socket;
-    this.#reader = new FrameReader("response-0.8", { maxFrameSize: maxFrameBytes });
+    this.#reader = new FrameReader(framing, { maxFrameSize: maxFrameBytes });
     socket.on("data", (chunk: Uint8Array) => {
-      let frames: Frame[];
+      let frames: FrameOf<F>[];
       try {
         frames = [...this.#reader.frames(chunk)];
       } catch (err) {
@@ -69,11 +72,13 @@ export class BrokerLink {
    * Connects to the broker.
    * @throws {BrokerLinkClosed} when it cannot be reached within `timeoutMs`
    */
-  static async connect(
+  static async connect<F extends BrokerFraming>(
     address: BrokerAddress,
-    options: { maxFrameBytes: number; timeoutMs: number },
-  ): Promise<BrokerLink> {
-    return new BrokerLink(await connectBroker(address, options.timeoutMs), options.maxFrameBytes);
+    framing: F,
+    options: { maxFrameBytes: number; timeoutMs: number; clock?: Clock },
+  ): Promise<BrokerLink<F>> {
+    const socket = await connectBroker(address, options.timeoutMs, options.clock);
+    return new BrokerLink(socket, framing, options.maxFrameBytes);
   }
 
   /** Calls `fn` once when the connection ends (by either side), with why. */
@@ -91,7 +96,7 @@ export class BrokerLink {
    * Sends one whole request frame and resolves with the broker's answer to it.
    * @throws {BrokerLinkClosed} when the connection ends first
    */
-  request(frame: Uint8Array): Promise<Frame> {
+  request(frame: Uint8Array): Promise<FrameOf<F>> {
     if (this.#closed) return Promise.reject(this.#closed);
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });

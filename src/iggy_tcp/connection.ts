@@ -6,8 +6,9 @@
 //
 // The protocol is told from the client's first bytes: Iggy 0.8's frames start with a length and a
 // known command code; 0.9's with a 256-byte consensus (VSR) header whose command byte is Request.
-// A 0.9 connection is relayed byte for byte both ways (its requests carry a session's request
-// numbers, which a call of tierd's own between them would break): its polls are the broker's.
+// At 0.9 tierd's own calls for a poll ride the client's session and current request number, as
+// the SDK sends reads and partition operations (the broker neither advances nor deduplicates
+// those), and tierd's answer carries the header the broker stamped on tierd's own poll.
 //
 // A broken frame from the client closes this connection only; the broker going away closes it
 // the way the broker would (the client sees its connection end). At most one frame is served at
@@ -15,18 +16,38 @@
 import type net from "node:net";
 import type { Logger } from "../log.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
-import { type BrokerAddress, BrokerLink, BrokerLinkClosed, connectBroker } from "./broker_link.ts";
-import { BrokerStatus, servePoll, type TcpPollDeps, type TcpPollSession } from "./poll.ts";
+import {
+  type BrokerAddress,
+  type BrokerFraming,
+  BrokerLink,
+  BrokerLinkClosed,
+} from "./broker_link.ts";
+import {
+  BrokerStatus,
+  type BrokerVersion,
+  servePoll,
+  type TcpPollDeps,
+  type TcpSession,
+} from "./poll.ts";
 import { statusOf } from "./status.ts";
 import {
   COMMAND,
   decodePollMessagesRequest,
+  decodeVsrReplyHeader,
+  decodeVsrRequestHeader,
+  encodeRequest08,
   encodeResponse08,
+  encodeVsrReply,
+  encodeVsrRequest,
+  type FrameOf,
   FrameReader,
-  type RequestFrame08,
+  type Framing,
+  IGGY_ERROR,
+  resultSection,
   VSR_COMMAND,
   VSR_COMMAND_OFFSET,
   VSR_HEADER_SIZE,
+  VSR_SIZE_OFFSET,
   WireError,
 } from "./wire.ts";
 
@@ -39,13 +60,13 @@ export interface ConnectionDeps extends TcpPollDeps {
   logger: Logger;
 }
 
-const CODES_08 = new Set<number>(Object.values(COMMAND));
+const CODES = new Set<number>(Object.values(COMMAND));
 
 /** The protocol of a connection's first bytes; undefined until enough have come. */
 export function protocolOf(first: Uint8Array): "0.8" | "0.9" | "unknown" | undefined {
   if (first.length >= 8) {
     const view = new DataView(first.buffer, first.byteOffset, first.byteLength);
-    if (view.getUint32(0, true) >= 4 && CODES_08.has(view.getUint32(4, true))) return "0.8";
+    if (view.getUint32(0, true) >= 4 && CODES.has(view.getUint32(4, true))) return "0.8";
   }
   if (first.length < VSR_HEADER_SIZE) return undefined;
   return first[VSR_COMMAND_OFFSET] === VSR_COMMAND.REQUEST ? "0.9" : "unknown";
@@ -78,8 +99,10 @@ export function serveConnection(deps: ConnectionDeps, client: net.Socket): Promi
         resolve();
         return;
       }
-      const serve = protocol === "0.8" ? serve08 : relay09;
-      serve(deps, client, peer, first).catch((err) =>
+      const served = protocol === "0.8"
+        ? serveFrames(deps, DIALECT_08, client, peer, first)
+        : serveFrames(deps, DIALECT_09, client, peer, first);
+      served.catch((err) =>
         deps.logger.warn("iggy tcp: connection ended with an error", { peer, err })
       ).finally(resolve);
     };
@@ -109,58 +132,117 @@ async function brokerFor<T>(
   }
 }
 
-/** A 0.9 connection: relayed both ways unchanged. */
-async function relay09(
+/** The parts of a connection that differ between 0.8 and 0.9. */
+interface Dialect<C extends Framing, B extends BrokerFraming> {
+  version: BrokerVersion;
+  clientFraming: C;
+  brokerFraming: B;
+  /** The command a client frame carries (undefined: none tierd knows, such as a login). */
+  codeOf(frame: FrameOf<C>): number | undefined;
+  /** The poll being served, as a session its calls go through. */
+  session(frame: FrameOf<C>, link: BrokerLink<B>, conn: ConnectionState): TcpSession;
+  /** The answer to a poll tierd cannot serve: a failure with `status`. */
+  failure(frame: FrameOf<C>, status: number): Uint8Array;
+}
+
+/** What a connection keeps between frames. */
+interface ConnectionState {
+  key: string;
+  probes: TcpSession["probes"];
+}
+
+const DIALECT_08: Dialect<"request-0.8", "response-0.8"> = {
+  version: "iggy-0.8",
+  clientFraming: "request-0.8",
+  brokerFraming: "response-0.8",
+  codeOf: (frame) => frame.code,
+  session: (frame, link, conn) => ({
+    version: "iggy-0.8",
+    key: conn.key,
+    probes: conn.probes,
+    async call(code, payload, what) {
+      const answer = await link.request(encodeRequest08(code, payload));
+      if (answer.status !== 0) throw new BrokerStatus(answer.status, answer.bytes, what);
+      return answer.payload;
+    },
+    forward: async () => (await link.request(frame.bytes)).bytes,
+    answer: (payload) => encodeResponse08(0, payload),
+  }),
+  failure: (_frame, status) => encodeResponse08(status),
+};
+
+const DIALECT_09: Dialect<"vsr-0.9", "vsr-0.9"> = {
+  version: "iggy-0.9",
+  clientFraming: "vsr-0.9",
+  brokerFraming: "vsr-0.9",
+  codeOf: (frame) =>
+    frame.command === VSR_COMMAND.REQUEST ? decodeVsrRequestHeader(frame.header).code : undefined,
+  session: (frame, link, conn) => {
+    const request = decodeVsrRequestHeader(frame.header);
+    // The broker's reply to tierd's own poll on this session and request number: the header
+    // tierd's answer to the client's poll carries (the broker stamps the same fields on both).
+    let pollReply: Uint8Array | undefined;
+    return {
+      version: "iggy-0.9",
+      key: conn.key,
+      probes: conn.probes,
+      async call(code, payload, what) {
+        // Reads and partition operations ride the client's session and current request number,
+        // as its SDK sends them: the broker neither advances nor deduplicates them.
+        const answer = await link.request(encodeVsrRequest({
+          code,
+          client: request.client,
+          session: request.session,
+          request: request.request,
+        }, payload));
+        if (answer.command !== VSR_COMMAND.REPLY) {
+          throw new BrokerStatus(IGGY_ERROR.DISCONNECTED, answer.bytes, `${what} (evicted)`);
+        }
+        const reply = decodeVsrReplyHeader(answer.header);
+        if (reply.status !== 0) throw new BrokerStatus(reply.status, answer.bytes, what);
+        if (code === COMMAND.POLL_MESSAGES) pollReply = answer.header.slice();
+        if (code === COMMAND.STORE_CONSUMER_OFFSET) {
+          const result = resultSection(answer.payload);
+          if (result.code !== 0) throw new BrokerStatus(result.code, answer.bytes, what);
+        }
+        return answer.payload;
+      },
+      forward: async () => (await link.request(frame.bytes)).bytes,
+      answer(payload) {
+        const header = pollReply ?? encodeVsrReply(request).subarray(0, VSR_HEADER_SIZE);
+        const out = new Uint8Array(VSR_HEADER_SIZE + payload.length);
+        out.set(header);
+        new DataView(out.buffer).setUint32(VSR_SIZE_OFFSET, out.length, true);
+        out.set(payload, VSR_HEADER_SIZE);
+        return out;
+      },
+    };
+  },
+  failure: (frame, status) => encodeVsrReply(decodeVsrRequestHeader(frame.header), { status }),
+};
+
+/** A connection frame by frame, polls judged by tierd. */
+async function serveFrames<C extends Framing, B extends BrokerFraming>(
   deps: ConnectionDeps,
+  dialect: Dialect<C, B>,
   client: net.Socket,
   peer: string,
   first: Uint8Array,
 ): Promise<void> {
-  const broker = await brokerFor(
+  const link = await brokerFor(
     deps,
     client,
     peer,
-    () => connectBroker(deps.broker, deps.connectTimeoutMs),
+    () =>
+      BrokerLink.connect(deps.broker, dialect.brokerFraming, {
+        maxFrameBytes: deps.maxFrameBytes,
+        timeoutMs: deps.connectTimeoutMs,
+      }),
   );
-  if (!broker) return;
-  const count = (direction: "to_broker" | "to_client") => (chunk: Uint8Array) =>
-    deps.metrics.iggyBytes.inc({ listener: "tcp", direction }, chunk.length);
-  client.on("data", count("to_broker"));
-  broker.on("data", count("to_client"));
-  count("to_broker")(first);
-  broker.write(first);
-  client.pipe(broker);
-  broker.pipe(client);
-  client.resume();
-  await new Promise<void>((resolve) => {
-    const end = () => {
-      client.destroy();
-      broker.destroy();
-      resolve();
-    };
-    client.once("close", end);
-    broker.once("close", end);
-    client.once("error", end);
-    broker.once("error", end);
-  });
-}
-
-/** A 0.8 connection: frame by frame, polls judged by tierd. */
-async function serve08(
-  deps: ConnectionDeps,
-  client: net.Socket,
-  peer: string,
-  first: Uint8Array,
-): Promise<void> {
-  const link = await brokerFor(deps, client, peer, () =>
-    BrokerLink.connect(deps.broker, {
-      maxFrameBytes: deps.maxFrameBytes,
-      timeoutMs: deps.connectTimeoutMs,
-    }));
   if (!link) return;
-  const session: TcpPollSession = { link, key: `tcp-${++sequence}`, probes: new Map() };
-  const reader = new FrameReader("request-0.8", { maxFrameSize: deps.maxFrameBytes });
-  const queue: RequestFrame08[] = [];
+  const conn: ConnectionState = { key: `tcp-${++sequence}`, probes: new Map() };
+  const reader = new FrameReader(dialect.clientFraming, { maxFrameSize: deps.maxFrameBytes });
+  const queue: FrameOf<C>[] = [];
   let serving = false;
   let readEvicted = false;
   let done!: () => void;
@@ -178,36 +260,44 @@ async function serve08(
   client.on("close", close);
   client.on("error", close);
 
-  const serveOne = async (frame: RequestFrame08): Promise<void> => {
+  const serveOne = async (frame: FrameOf<C>): Promise<void> => {
     const started = deps.monotonic();
     deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_broker" }, frame.bytes.length);
-    if (frame.code !== COMMAND.POLL_MESSAGES) {
+    const code = dialect.codeOf(frame);
+    if (code !== COMMAND.POLL_MESSAGES) {
       const answer = await link.request(frame.bytes);
-      deps.metrics.iggyForwarded.inc({ listener: "tcp", command: commandLabel(frame.code) });
+      deps.metrics.iggyForwarded.inc({ listener: "tcp", command: commandLabel(code) });
       deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, answer.bytes.length);
       client.write(answer.bytes);
       return;
     }
+    const session = dialect.session(frame, link, conn);
     let result;
     try {
-      const req = decodePollMessagesRequest(frame.payload);
-      result = await servePoll(deps, session, frame, req);
+      result = await servePoll(deps, session, decodePollMessagesRequest(frame.payload));
     } catch (err) {
       if (err instanceof BrokerLinkClosed) throw err;
       if (err instanceof WireError) {
-        // A poll tierd cannot read is the broker's to judge: its own error, not a guess.
-        const answer = await link.request(frame.bytes);
-        client.write(answer.bytes);
+        // A poll tierd cannot read is the broker's to judge: its own answer, not a guess.
+        deps.logger.debug("iggy tcp: a poll tierd cannot read went to the broker", { peer, err });
+        client.write(await session.forward());
         return;
       }
       if (err instanceof BrokerStatus) {
-        client.write(encodeResponse08(err.status));
+        // The broker's refusal of a call tierd made for the client (its permissions, a group
+        // it left): the client's answer, as the broker gave it.
+        deps.logger.debug("iggy tcp: the broker refused a call of a poll", {
+          peer,
+          status: err.status,
+          err: err.message,
+        });
+        client.write(err.frame);
         return;
       }
       const status = statusOf(err);
       deps.metrics.iggyErrors.inc({ listener: "tcp", kind: "read" });
       deps.logger.warn("iggy tcp: a poll failed", { peer, status, err });
-      client.write(encodeResponse08(status));
+      client.write(dialect.failure(frame, status));
       return;
     }
     const seconds = (deps.monotonic() - started) / 1000;
@@ -217,7 +307,10 @@ async function serve08(
     deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, result.frame.length);
     if (result.fromTierd && !readEvicted) {
       readEvicted = true;
-      deps.logger.info("iggy tcp: a client session reads evicted data through tierd", { peer });
+      deps.logger.info("iggy tcp: a client session reads evicted data through tierd", {
+        peer,
+        version: dialect.version,
+      });
     }
     client.write(result.frame, () => result.release());
   };
@@ -260,6 +353,6 @@ async function serve08(
 }
 
 /** A command's label for metrics: known codes by number, the rest as "other". */
-function commandLabel(code: number): string {
-  return CODES_08.has(code) ? String(code) : "other";
+function commandLabel(code: number | undefined): string {
+  return code !== undefined && CODES.has(code) ? String(code) : "other";
 }

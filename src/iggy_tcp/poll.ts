@@ -1,22 +1,29 @@
 // A `PollMessages` frame on the binary front: decided and read by the shared plan
 // (src/iggy_front/plan.ts), with every broker call it needs made on the client's own connection —
 // its session, its permissions — and the answer written in the broker's binary encoding for the
-// partition's version, tierd's messages first and the broker's own answer spliced after them.
+// broker's version (0.8 messages, 0.9 batches sliced as the broker slices them), tierd's messages
+// first and the broker's own answer spliced after them.
 //
 // A poll without a partition id (a consumer group member's, or a consumer's that lets the broker
 // choose) is first sent to the broker as it came but without auto-commit: the broker picks the
 // partition (advancing a member's turn exactly as the client's poll would have) and answers from
 // its own data. When the range asked for starts below the broker's first retained offset of that
 // partition, tierd answers from the bucket instead; either way an auto-committing poll's offset
-// is stored through the broker, for the group, as the broker itself would have.
+// is stored through the broker, for the consumer or group, as the broker itself would have.
 import type { PartitionId } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type NameCache, sameIds, type TopicIds } from "../iggy_front/names.ts";
 import { type BrokerAnswer, type BrokerSide, planPoll, type PollAsk } from "../iggy_front/plan.ts";
+import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import type { ReadContext } from "../read/context.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
-import type { BrokerLink } from "./broker_link.ts";
 import { decodePolled08, encodeMessage08, polledPayload08 } from "./polled_08.ts";
+import {
+  decodePolled09,
+  type OutgoingBatch09,
+  polledPayload09,
+  sliceRecord09,
+} from "./polled_09.ts";
 import { splicePolled } from "./polled_binary.ts";
 import {
   COMMAND,
@@ -28,22 +35,27 @@ import {
   encodeGetStreamRequest,
   encodeGetTopicRequest,
   encodePollMessagesRequest,
-  encodeRequest08,
-  encodeResponse08,
   encodeStoreConsumerOffsetRequest,
   type Identifier,
   type PollingKind,
   type PollMessagesRequest,
-  type RequestFrame08,
+  WireError,
 } from "./wire.ts";
 
-/** The broker refused a call tierd made on the client's session: its status is the answer. */
+/** The broker refused a call tierd made on the client's session: its answer is the client's. */
 export class BrokerStatus extends Error {
   override readonly name = "BrokerStatus";
-  constructor(readonly status: number, what: string) {
+  /**
+   * @param status the broker's error code
+   * @param frame the broker's whole answer frame, to be sent to the client as it is
+   */
+  constructor(readonly status: number, readonly frame: Uint8Array, what: string) {
     super(`the broker answered ${what} with status ${status}`);
   }
 }
+
+/** The broker's version, as its on-disk format names it. */
+export type BrokerVersion = "iggy-0.8" | "iggy-0.9";
 
 /** What a poll is served with. */
 export interface TcpPollDeps {
@@ -56,12 +68,26 @@ export interface TcpPollDeps {
   monotonic(): number;
 }
 
-/** One client connection's state that polls share. */
-export interface TcpPollSession {
-  link: BrokerLink;
+/**
+ * One client connection's session with the broker, as a poll being served sees it: calls of
+ * tierd's own made on it, and the answers to the client's poll.
+ */
+export interface TcpSession {
+  version: BrokerVersion;
   /** A key naming this connection (for the name cache). */
   key: string;
+  /** Probe answers kept for this connection. */
   probes: Map<string, { at: number; first?: bigint; current: bigint }>;
+  /**
+   * Sends a command of tierd's own on the client's session.
+   * @returns the answer's payload
+   * @throws {BrokerStatus} when the broker refuses it
+   */
+  call(code: number, payload: Uint8Array, what: string): Promise<Uint8Array>;
+  /** Forwards the client's poll frame unchanged; resolves with the broker's answer frame. */
+  forward(): Promise<Uint8Array>;
+  /** A success answer to the client's poll, carrying `payload`. */
+  answer(payload: Uint8Array): Uint8Array;
 }
 
 /** The answer to send the client: a whole response frame. */
@@ -74,21 +100,20 @@ export interface TcpPollResult {
 }
 
 const NOTHING = () => {};
-
-async function call(link: BrokerLink, code: number, payload: Uint8Array, what: string) {
-  const answer = await link.request(encodeRequest08(code, payload));
-  if (answer.status !== 0) throw new BrokerStatus(answer.status, what);
-  return answer.payload;
-}
+const U64_MAX = (1n << 64n) - 1n;
 
 /** The head of a poll answer and its first and last offsets. */
-function pollSummary(payload: Uint8Array) {
-  const { head, messages } = decodePolled08(payload);
+function pollSummary(version: BrokerVersion, payload: Uint8Array) {
+  const decoded = version === "iggy-0.8"
+    ? decodePolled08(payload)
+    : (({ head, batches }) => ({ head, messages: batches.flatMap((b) => b.messages) }))(
+      decodePolled09(payload),
+    );
   return {
-    partitionId: head.partitionId,
-    current: head.currentOffset,
-    firstOffset: messages[0]?.message.offset,
-    lastOffset: messages.at(-1)?.message.offset,
+    partitionId: decoded.head.partitionId,
+    current: decoded.head.currentOffset,
+    firstOffset: decoded.messages[0]?.message.offset,
+    lastOffset: decoded.messages.at(-1)?.message.offset,
   };
 }
 
@@ -99,27 +124,36 @@ function nameOf(id: Identifier): string {
 
 /** The ids the identifiers name (a numeric one as it is, a name asked of the broker). */
 async function idsOf(
-  link: BrokerLink,
+  session: TcpSession,
   stream: Identifier,
   topic: Identifier,
 ): Promise<TopicIds | undefined> {
+  const ask = async (code: number, payload: Uint8Array, what: string) => {
+    try {
+      return await session.call(code, payload, what);
+    } catch (err) {
+      // Not found is an error status at some versions; the broker's own answer to the
+      // client's poll tells the client so.
+      if (err instanceof BrokerStatus) return undefined;
+      throw err;
+    }
+  };
   let streamId = stream.kind === "numeric" ? stream.id : undefined;
   if (streamId === undefined) {
-    const answer = await link.request(
-      encodeRequest08(COMMAND.GET_STREAM, encodeGetStreamRequest(stream)),
-    );
-    // Not found is an error status, or an empty answer (the broker's "none").
-    if (answer.status !== 0) return undefined;
-    streamId = decodeStreamId(answer.payload)?.id;
+    const payload = await ask(COMMAND.GET_STREAM, encodeGetStreamRequest(stream), "GET_STREAM");
+    streamId = payload && payload.length > 0 ? decodeStreamId(payload)?.id : undefined;
     if (streamId === undefined) return undefined;
   }
   let topicId = topic.kind === "numeric" ? topic.id : undefined;
   if (topicId === undefined) {
-    const answer = await link.request(
-      encodeRequest08(COMMAND.GET_TOPIC, encodeGetTopicRequest(stream, topic)),
+    const payload = await ask(
+      COMMAND.GET_TOPIC,
+      encodeGetTopicRequest(stream, topic),
+      "GET_TOPIC",
     );
-    if (answer.status !== 0) return undefined;
-    topicId = decodeTopicId("iggy-0.8", answer.payload)?.id;
+    topicId = payload && payload.length > 0
+      ? decodeTopicId(session.version, payload)?.id
+      : undefined;
     if (topicId === undefined) return undefined;
   }
   return { stream: streamId, topic: topicId };
@@ -128,18 +162,19 @@ async function idsOf(
 /** The broker, for one poll of one connection, on partition `partition`. */
 function brokerSide(
   deps: TcpPollDeps,
-  session: TcpPollSession,
+  session: TcpSession,
   req: PollMessagesRequest,
   partition: number,
 ): BrokerSide<Uint8Array> {
-  // Probes and continuation reads commit nothing, so they poll as a plain consumer (a group
-  // member's own poll would take a turn of the group's partitions).
-  const reader: Consumer = req.consumer.kind === "consumer"
+  // Probes commit nothing and must not count as a group member's poll (the broker remembers a
+  // member's last polled offset for rebalancing): they poll as a plain consumer. The broker's
+  // part of an answer is the member's own poll of its partition, remembered as the broker would.
+  const prober: Consumer = req.consumer.kind === "consumer"
     ? req.consumer
     : { kind: "consumer", id: req.consumer.id };
-  const poll = (kind: PollingKind, value: bigint, count: number) =>
+  const poll = (consumer: Consumer, kind: PollingKind, value: bigint, count: number) =>
     encodePollMessagesRequest({
-      consumer: reader,
+      consumer,
       streamId: req.streamId,
       topicId: req.topicId,
       partitionId: partition,
@@ -156,19 +191,18 @@ function brokerSide(
       if (!fresh && hit && now - hit.at < deps.probeTtlMs) {
         return { first: hit.first, current: hit.current, fresh: false };
       }
-      const payload = await call(
-        session.link,
+      const payload = await session.call(
         COMMAND.POLL_MESSAGES,
-        poll("first", 0n, 1),
+        poll(prober, "first", 0n, 1),
         "a probe poll",
       );
-      const head = pollSummary(payload);
+      const head = pollSummary(session.version, payload);
+      if (session.probes.size > 1000) session.probes.clear();
       session.probes.set(probeKey, { at: now, first: head.firstOffset, current: head.current });
       return { first: head.firstOffset, current: head.current, fresh: true };
     },
     storedOffset: async () => {
-      const payload = await call(
-        session.link,
+      const payload = await session.call(
         COMMAND.GET_CONSUMER_OFFSET,
         encodeGetConsumerOffsetRequest(target),
         "GET_CONSUMER_OFFSET",
@@ -176,21 +210,19 @@ function brokerSide(
       return decodeConsumerOffset(payload)?.storedOffset;
     },
     storeOffset: async (offset) => {
-      await call(
-        session.link,
+      await session.call(
         COMMAND.STORE_CONSUMER_OFFSET,
-        encodeStoreConsumerOffsetRequest("iggy-0.8", { ...target, offset }),
+        encodeStoreConsumerOffsetRequest(session.version, { ...target, offset }),
         "STORE_CONSUMER_OFFSET",
       );
     },
     pollFrom: async (offset, count): Promise<BrokerAnswer<Uint8Array>> => {
-      const payload = await call(
-        session.link,
+      const payload = await session.call(
         COMMAND.POLL_MESSAGES,
-        poll("offset", offset, count),
+        poll(req.consumer, "offset", offset, count),
         "a poll",
       );
-      const head = pollSummary(payload);
+      const head = pollSummary(session.version, payload);
       return {
         current: head.current,
         firstOffset: head.firstOffset,
@@ -202,23 +234,56 @@ function brokerSide(
 }
 
 /**
+ * tierd's messages as the broker's answer would carry them: 0.8 messages as stored; 0.9 batches
+ * as stored, or sliced as the broker slices a batch a poll takes only part of.
+ */
+function encodeOurs(
+  version: BrokerVersion,
+  head: { partitionId: number; currentOffset: bigint },
+  messages: PolledMessage[],
+): Uint8Array {
+  if (version === "iggy-0.8") {
+    return polledPayload08(head, messages.map((m) => m.record ?? encodeMessage08(m)));
+  }
+  const batches: OutgoingBatch09[] = [];
+  for (let i = 0; i < messages.length;) {
+    const record = messages[i].record;
+    let j = i + 1;
+    while (j < messages.length && messages[j].record === record) j++;
+    if (!record) throw new WireError("bad_batch", "a 0.9 message read without its batch");
+    const batch = sliceRecord09(record, {
+      lookup: { offset: messages[i].message.offset },
+      count: j - i,
+    });
+    if (!batch || batch.count !== j - i) {
+      throw new WireError(
+        "bad_batch",
+        `the batch of offset ${messages[i].message.offset} slices wrong`,
+      );
+    }
+    batches.push(batch);
+    i = j;
+  }
+  return polledPayload09(head, batches);
+}
+
+/**
  * Answers one `PollMessages` frame.
  *
- * @param frame the client's frame, forwarded unchanged when the broker should answer it
- * @param req its decoded payload
- * @throws {BrokerStatus} the broker's refusal of a call tierd made, to be answered as that status
- * @throws the read path's errors (mapped to a status by the connection)
+ * @param req the frame's decoded payload
+ * @throws {BrokerStatus} the broker's refusal of a call tierd made, to be answered with its frame
+ * @throws the read path's errors (answered by the connection as a failure status)
  */
 export async function servePoll(
   deps: TcpPollDeps,
-  session: TcpPollSession,
-  frame: RequestFrame08,
+  session: TcpSession,
   req: PollMessagesRequest,
 ): Promise<TcpPollResult> {
-  const forward = async (): Promise<TcpPollResult> => {
-    const answer = await session.link.request(frame.bytes);
-    return { frame: answer.bytes, fromTierd: false, release: NOTHING };
-  };
+  const forward = async (): Promise<TcpPollResult> => ({
+    frame: await session.forward(),
+    fromTierd: false,
+    release: NOTHING,
+  });
   if (req.count === 0) return forward();
   const ask: PollAsk = {
     kind: req.strategy.kind,
@@ -227,63 +292,83 @@ export async function servePoll(
     autoCommit: req.autoCommit,
   };
 
-  let ids: TopicIds | undefined;
   const named = req.streamId.kind !== "numeric" || req.topicId.kind !== "numeric";
-  const lookup = () => idsOf(session.link, req.streamId, req.topicId);
+  const lookup = () => idsOf(session, req.streamId, req.topicId);
   const streamName = nameOf(req.streamId);
   const topicName = nameOf(req.topicId);
-  if (named) ids = await deps.names.resolve(session.key, streamName, topicName, lookup);
-  else ids = await lookup();
+  const ids = named
+    ? await deps.names.resolve(session.key, streamName, topicName, lookup)
+    : await lookup();
   // The broker does not know the names: its own answer is the client's.
   if (!ids) return forward();
 
-  let partition = req.partitionId;
-  let brokerOwn: { payload: Uint8Array; head: ReturnType<typeof pollSummary> } | undefined;
-  if (partition === undefined) {
-    // The broker picks the partition: its own poll, without auto-commit.
-    const answer = await session.link.request(
-      encodeRequest08(
-        COMMAND.POLL_MESSAGES,
-        encodePollMessagesRequest({ ...req, autoCommit: false }),
-      ),
+  // A consumer's poll without a partition reads partition 0 (0.8 and 0.9 alike).
+  let partition = req.partitionId ?? 0;
+  const group = req.consumer.kind === "consumer_group";
+  if (group) {
+    // A group member's poll is the broker's to admit: which partition (0.8 picks the member's
+    // next one when none is given), and whether the member may poll it now (0.9 refuses a
+    // partition being handed to another member, which makes the client re-sync). Asked with
+    // the client's poll but past any end: it answers no message, so the broker does not take
+    // it for the member's last polled offset (which a rebalance waits for the member to commit).
+    const payload = await session.call(
+      COMMAND.POLL_MESSAGES,
+      encodePollMessagesRequest({
+        ...req,
+        strategy: { kind: "offset", value: U64_MAX },
+        count: 1,
+        autoCommit: false,
+      }),
+      "the member's partition",
     );
-    if (answer.status !== 0) return { frame: answer.bytes, fromTierd: false, release: NOTHING };
-    const head = pollSummary(answer.payload);
-    brokerOwn = { payload: answer.payload, head };
+    const head = pollSummary(session.version, payload);
+    // No partition for the member (0.8 answers partition 0 at offset 0, 0.9 u32::MAX when it
+    // must sync first), or an answer tierd does not expect: the broker answers as it would.
+    const unassigned = head.partitionId === 0xffff_ffff ||
+      (head.partitionId === 0 && head.current === 0n);
+    if (unassigned || head.firstOffset !== undefined) return forward();
     partition = head.partitionId;
   }
-
   const side = brokerSide(deps, session, req, partition);
   if (named) {
-    const planned = ids;
     side.confirm = async () =>
-      sameIds(
-        planned,
-        await deps.names.resolve(session.key, streamName, topicName, lookup, true),
-      );
+      sameIds(ids, await deps.names.resolve(session.key, streamName, topicName, lookup, true));
   }
   const id: PartitionId = { ...ids, partition };
   const answer = await planPoll(deps, side, ask, id);
   if (!answer) {
-    if (!brokerOwn) return forward();
-    // The broker's own answer stands; its auto-commit is tierd's to do.
-    if (req.autoCommit && brokerOwn.head.lastOffset !== undefined) {
-      await side.storeOffset(brokerOwn.head.lastOffset);
-    }
-    return { frame: encodeResponse08(0, brokerOwn.payload), fromTierd: false, release: NOTHING };
+    if (!group || req.partitionId !== undefined) return forward();
+    // The member's poll as it came, of the partition the broker picked above (asking again
+    // without one would take another turn).
+    return forwardAnswer(
+      session,
+      await session.call(
+        COMMAND.POLL_MESSAGES,
+        encodePollMessagesRequest({ ...req, partitionId: partition }),
+        "the member's poll",
+      ),
+    );
   }
   try {
-    if (answer.format !== "iggy-0.8") {
-      throw new Error(`a ${answer.format} partition behind a 0.8 broker connection`);
+    if (answer.format !== session.version) {
+      throw new WireError(
+        "bad_value",
+        `partition ${id.stream}/${id.topic}/${id.partition} is ${answer.format} on disk, the ` +
+          `broker's connection speaks ${session.version}`,
+      );
     }
-    const ours = polledPayload08(
-      { partitionId: partition, currentOffset: answer.current },
-      answer.tierd.map(encodeMessage08),
-    );
+    const ours = encodeOurs(session.version, {
+      partitionId: partition,
+      currentOffset: answer.current,
+    }, answer.tierd);
     const payload = answer.broker ? splicePolled(ours, answer.broker.answer) : ours;
-    return { frame: encodeResponse08(0, payload), fromTierd: true, release: answer.release };
+    return { frame: session.answer(payload), fromTierd: true, release: answer.release };
   } catch (err) {
     answer.release();
     throw err;
   }
+}
+
+function forwardAnswer(session: TcpSession, payload: Uint8Array): TcpPollResult {
+  return { frame: session.answer(payload), fromTierd: false, release: NOTHING };
 }

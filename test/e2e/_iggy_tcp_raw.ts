@@ -2,6 +2,7 @@
 // the answer frames byte for byte, so that a test can compare tierd's front with the broker
 // exactly. The SDK clients (test/sdk, test/clients) are the unmodified ones; this is the ruler.
 import net from "node:net";
+import tls from "node:tls";
 import {
   COMMAND,
   encodePollMessagesRequest,
@@ -31,11 +32,18 @@ export class RawIggyTcp {
     socket.on("error", end);
   }
 
-  /** Connects to `address` (`host:port`). */
-  static connect(address: string): Promise<RawIggyTcp> {
+  /**
+   * Connects to `address` (`host:port`); over TLS when `tlsCa` (the PEM to trust) is given.
+   */
+  static connect(
+    address: string,
+    tlsOptions?: { ca: string; servername: string },
+  ): Promise<RawIggyTcp> {
     const [host, port] = address.split(":");
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host, port: Number(port) }, () => resolve(new RawIggyTcp(s)));
+      const s: net.Socket = tlsOptions
+        ? tls.connect({ host, port: Number(port), ...tlsOptions }, () => resolve(new RawIggyTcp(s)))
+        : net.connect({ host, port: Number(port) }, () => resolve(new RawIggyTcp(s)));
       s.once("error", reject);
     });
   }

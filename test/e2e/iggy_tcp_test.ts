@@ -42,6 +42,12 @@ Deno.test({
   fn: (t) => scenario08(t),
 });
 
+Deno.test({
+  name: "the binary front speaks TLS to its clients and to a real Iggy 0.8.0 server with TLS",
+  ignore: !availability.ok,
+  fn: (t) => tlsBothSides(t),
+});
+
 const tail = (text: string, lines = 40) => text.split("\n").slice(-lines).join("\n");
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
@@ -277,6 +283,117 @@ async function scenario08(t: Deno.TestContext): Promise<void> {
         tierd!.agent.output().includes("a client session reads evicted data"),
         "an info line for the first evicted read of a session",
       );
+    });
+  } finally {
+    for (const c of open) c.close();
+    if (steps.failed) {
+      console.error(`tierd's log (tail):\n${tail(tierd?.agent.output() ?? "")}`);
+      console.error(`Iggy 0.8.0's log (tail):\n${tail(server?.log() ?? "")}`);
+    }
+    await tierd?.stop().catch(() => {});
+    await server?.cleanup();
+    await tmp.cleanup();
+  }
+}
+
+/** A self-signed certificate for `localhost` (and 127.0.0.1), made with openssl. */
+async function selfSigned(dir: string, name: string): Promise<{ cert: string; key: string }> {
+  const cert = `${dir}/${name}.pem`;
+  const key = `${dir}/${name}.key`;
+  const out = await new Deno.Command("openssl", {
+    args: [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(`openssl: ${new TextDecoder().decode(out.stderr)}`);
+  return { cert, key };
+}
+
+async function tlsBothSides(t: Deno.TestContext): Promise<void> {
+  if (!availability.ok) return;
+  const steps = new StepRunner(t);
+  const tmp = await tempDir("tierd-iggy-tcp-tls");
+  let server: IggyServer | undefined;
+  let tierd: Tierd | undefined;
+  const open: RawIggyTcp[] = [];
+  try {
+    const brokerCert = await selfSigned(tmp.path, "broker");
+    const frontCert = await selfSigned(tmp.path, "front");
+    const broker = server = await startIggy(availability.binaries["0.8.0"], {
+      editConfig: (text) =>
+        text.replace(
+          /\[tcp\.tls\]\n([^[]*?)enabled = false/,
+          (_m, between) => `[tcp.tls]\n${between}enabled = true`,
+        ).replace(/(\[tcp\.tls\][^[]*?)self_signed = true/, "$1self_signed = false")
+          .replace(/(\[tcp\.tls\][^[]*?)cert_file = "[^"]*"/, `$1cert_file = "${brokerCert.cert}"`)
+          .replace(/(\[tcp\.tls\][^[]*?)key_file = "[^"]*"/, `$1key_file = "${brokerCert.key}"`),
+    });
+    const topic = await TopicUnderTest.create(broker, 1);
+    await topic.sendAll(new Workload(31).batches(30, 1));
+    const front = `127.0.0.1:${freePort()}`;
+    tierd = await startTierd({
+      dir: tmp.path,
+      dataDir: broker.dataDir,
+      brokerUrl: broker.httpUrl,
+      store: { kind: "fs", path: `${tmp.path}/store` },
+      stream: topic.stream,
+      topic: topic.topic,
+      localRetention: "3 MiB",
+      extraConfig: `\n[agent.iggy_tcp]\nlisten = "${front}"\n` +
+        `broker_address = "${broker.tcpAddress}"\n` +
+        `tls_cert = "${frontCert.cert}"\ntls_key = "${frontCert.key}"\n` +
+        `broker_tls = true\nbroker_tls_ca = "${brokerCert.cert}"\n` +
+        `broker_tls_domain = "localhost"\n`,
+    });
+    await steps.run(
+      "a TLS client logs in and polls through the front as straight to the broker",
+      async () => {
+        const trust = (pem: string) => ({
+          ca: Deno.readTextFileSync(pem),
+          servername: "localhost",
+        });
+        const direct = await RawIggyTcp.connect(broker.tcpAddress, trust(brokerCert.cert));
+        const via = await RawIggyTcp.connect(front, trust(frontCert.cert));
+        open.push(direct, via);
+        await direct.login(IGGY_ROOT.username, IGGY_ROOT.password);
+        await via.login(IGGY_ROOT.username, IGGY_ROOT.password);
+        const req: PollMessagesRequest = {
+          consumer: { kind: "consumer", id: { kind: "numeric", id: 1 } },
+          streamId: { kind: "numeric", id: topic.stream },
+          topicId: { kind: "numeric", id: topic.topic },
+          partitionId: 0,
+          strategy: { kind: "offset", value: 0n },
+          count: 30,
+          autoCommit: false,
+        };
+        const a = await direct.poll(req);
+        const b = await via.poll(req);
+        assert.equal(a.status, 0);
+        assert.equal(decodePolled08(a.payload).messages.length, 30);
+        assert.equal(hex(b.bytes), hex(a.bytes));
+      },
+    );
+    await steps.run("a client that will not speak TLS to the front gets no answer", async () => {
+      const plain = await RawIggyTcp.connect(front);
+      open.push(plain);
+      const login = new Uint8Array([4, 0, 0, 0, 1, 0, 0, 0]); // a ping in the clear
+      assert.equal(await plain.sendRaw(login, 3000), undefined);
     });
   } finally {
     for (const c of open) c.close();
