@@ -126,13 +126,17 @@ interface Shape {
   catalog: Catalog;
   /** The first offset tierd can read (copies included). */
   earliest: bigint;
-  /** Start of the first segment whose files the broker still has. */
-  firstLocal?: bigint;
   /**
    * Polls starting at or after this are certainly the broker's: the start of its second local
    * segment (its first may be going, a 0.9 broker deletes files after it answered).
    */
   certainlyLocal?: bigint;
+  /**
+   * Where tierd's part of an answer may end at the latest: the broker's first local segment is
+   * tierd's to answer too when tierd has copied it (it may be evicted while the poll is served,
+   * and the broker, asked for an offset it just dropped, answers from a later one — or nothing).
+   */
+  tierdUntil?: bigint;
   /**
    * The last offset tierd knows the partition had (its copies' and sealed segments' ends): the
    * broker's current offset is never below it, unless the broker's partition is another one.
@@ -152,11 +156,12 @@ async function shapeOf(ctx: ReadContext, id: PartitionId): Promise<Shape | undef
   const segments = entries.filter((e): e is CatalogSegment => e.kind === "segment");
   if (!segments.some((s) => s.remote)) return undefined; // nothing copied: all the broker's
   const local = segments.filter((s) => s.local);
+  const certainlyLocal = local[1]?.start ?? local[0]?.start;
   return {
     catalog,
     earliest: entries[0].start,
-    firstLocal: local[0]?.start,
-    certainlyLocal: local[1]?.start ?? local[0]?.start,
+    certainlyLocal,
+    tierdUntil: local[0]?.remote !== undefined ? certainlyLocal : local[0]?.start,
     knownEnd: maxOf(segments.map((s) => s.end)),
   };
 }
@@ -238,8 +243,9 @@ export async function planPoll<R>(
   ) return undefined;
   let view = await broker.probe(false);
   let start = await startOf(deps.read, broker, ask, id, shape, view.current);
-  // The broker's first retained offset: what it says, unless its files say it is further on.
-  let brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
+  // Where the broker's part begins: its first retained offset (what it says, unless its files
+  // say it is further on), or the end of its first local segment when tierd has copied that.
+  let brokerFirst = maxOf([view.first, shape.tierdUntil]) ?? (1n << 64n);
   if (start === undefined || start >= brokerFirst) return undefined;
   if (!view.fresh) {
     // tierd answers this one: its picture of the broker must be of now, not of before a
@@ -248,7 +254,7 @@ export async function planPoll<R>(
     // Only a `last` poll starts from the broker's current offset; the others stay where they
     // were resolved (the consumer's stored offset, a timestamp) without asking again.
     if (ask.kind === "last") start = await startOf(deps.read, broker, ask, id, shape, view.current);
-    brokerFirst = maxOf([view.first, shape.firstLocal]) ?? (1n << 64n);
+    brokerFirst = maxOf([view.first, shape.tierdUntil]) ?? (1n << 64n);
     if (start === undefined || start >= brokerFirst) return undefined;
   }
   if (broker.confirm && !(await broker.confirm())) {

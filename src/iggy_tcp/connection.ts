@@ -294,7 +294,7 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
         client.write(err.frame);
         return;
       }
-      const status = statusOf(err);
+      const status = statusOf(err, dialect.version);
       deps.metrics.iggyErrors.inc({ listener: "tcp", kind: "read" });
       deps.logger.warn("iggy tcp: a poll failed", { peer, status, err });
       client.write(dialect.failure(frame, status));

@@ -305,16 +305,17 @@ export async function servePoll(
   // A consumer's poll without a partition reads partition 0 (0.8 and 0.9 alike).
   let partition = req.partitionId ?? 0;
   const group = req.consumer.kind === "consumer_group";
-  if (group) {
-    // A group member's poll is the broker's to admit: which partition (0.8 picks the member's
-    // next one when none is given), and whether the member may poll it now (0.9 refuses a
-    // partition being handed to another member, which makes the client re-sync). Asked with
-    // the client's poll but past any end: it answers no message, so the broker does not take
-    // it for the member's last polled offset (which a rebalance waits for the member to commit).
+  // A group member's poll is the broker's to admit: which partition (0.8 picks the member's
+  // next one when none is given), and whether the member may poll it now (0.9 refuses a
+  // partition being handed to another member, which makes the client re-sync). Asked with the
+  // client's poll but past any end: it answers no message, so the broker does not take it for
+  // the member's last polled offset (which a rebalance waits for the member to commit).
+  const admit = async (partitionId: number | undefined) => {
     const payload = await session.call(
       COMMAND.POLL_MESSAGES,
       encodePollMessagesRequest({
         ...req,
+        partitionId,
         strategy: { kind: "offset", value: U64_MAX },
         count: 1,
         autoCommit: false,
@@ -323,11 +324,15 @@ export async function servePoll(
     );
     const head = pollSummary(session.version, payload);
     // No partition for the member (0.8 answers partition 0 at offset 0, 0.9 u32::MAX when it
-    // must sync first), or an answer tierd does not expect: the broker answers as it would.
-    const unassigned = head.partitionId === 0xffff_ffff ||
-      (head.partitionId === 0 && head.current === 0n);
-    if (unassigned || head.firstOffset !== undefined) return forward();
-    partition = head.partitionId;
+    // must sync first), or an answer tierd does not expect: the broker's answer stands.
+    const refused = head.partitionId === 0xffff_ffff ||
+      (head.partitionId === 0 && head.current === 0n) || head.firstOffset !== undefined;
+    return { payload, partition: refused ? undefined : head.partitionId };
+  };
+  if (group) {
+    const admitted = await admit(req.partitionId);
+    if (admitted.partition === undefined) return forward();
+    partition = admitted.partition;
   }
   const side = brokerSide(deps, session, req, partition);
   if (named) {
@@ -335,7 +340,19 @@ export async function servePoll(
       sameIds(ids, await deps.names.resolve(session.key, streamName, topicName, lookup, true));
   }
   const id: PartitionId = { ...ids, partition };
-  const answer = await planPoll(deps, side, ask, id);
+  let answer;
+  try {
+    answer = await planPoll(deps, side, ask, id);
+  } catch (err) {
+    if (!(group && err instanceof BrokerStatus)) throw err;
+    // A rebalance took the partition from the member while tierd read it (the broker admits,
+    // reads and commits a member's poll at once; tierd cannot): the member gets what the broker
+    // answers a poll of a partition it no longer has — 0.9 its refusal, which makes the client
+    // re-sync, 0.8 no message — and what was read goes to the partition's new owner.
+    const again = await admit(partition);
+    if (again.partition === undefined) return forwardAnswer(session, again.payload);
+    throw err;
+  }
   if (!answer) {
     if (!group || req.partitionId !== undefined) return forward();
     // The member's poll as it came, of the partition the broker picked above (asking again

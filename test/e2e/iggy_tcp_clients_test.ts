@@ -27,6 +27,7 @@ import {
   type ClientRead,
   type ClientReadOptions,
   clientSupport,
+  IggyClientError,
   prepareClient,
   readWithClient,
 } from "./_iggy_clients.ts";
@@ -120,17 +121,24 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
         `broker_address = "${server.tcpAddress}"\n[agent.iggy_http]\nlisten = "${httpFront}"\n`,
     });
     const brokerFirst: bigint[] = [0n, 0n];
+    let previous = "";
     await waitUntil("eviction of both partitions to settle", 120_000, async () => {
+      const state: string[] = [];
+      let settled = true;
       for (const p of [0, 1]) {
         const local = await logStarts(topic.partitionDir(p));
         const view = (await agent.partitions()).find((v) => v.partition === p);
         const [first] = await topic.client.poll(topic.stream, topic.topic, p, 0n, 1);
-        if (!view || local.length > 4 || first?.offset !== local[0] || view.segments.remote < 2) {
-          return undefined;
-        }
-        brokerFirst[p] = first.offset;
+        state.push(`${local}|${view?.segments.remote}|${first?.offset}`);
+        settled &&= view !== undefined && local.length <= 4 && first?.offset === local[0] &&
+          view.segments.remote >= 2;
+        brokerFirst[p] = first?.offset ?? 0n;
       }
-      return true;
+      // Settled, and the same at two looks in a row: no eviction under way.
+      const now = state.join(";");
+      const stable = settled && now === previous;
+      previous = now;
+      return stable || undefined;
     });
     assert.ok(
       brokerFirst.every((f, p) => f > sent[p][100].offset),
@@ -250,6 +258,31 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
     }
 
     if (kinds.some((k) => k.kind === "rust")) {
+      await step("rust as a user without permission on the stream reads nothing", async () => {
+        const created = await fetch(`${server!.httpUrl}/users`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${topic.client.token}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ username: "nobody", password: "nobody-pw", status: "active" }),
+        });
+        await created.body?.cancel();
+        assert.ok(created.ok, `create user: ${created.status}`);
+        const before = await fromBucket();
+        const err = await readWithClient({
+          ...base,
+          kind: "rust",
+          mode: "offset",
+          offset: 0n,
+          username: "nobody",
+          password: "nobody-pw",
+          timeoutMs: 60_000,
+        }).then(() => undefined, (e) => e);
+        assert.ok(err instanceof IggyClientError, "the poll is refused");
+        assert.equal(await fromBucket(), before, "nothing was answered from the bucket");
+      });
+
       await step(
         "rust over HTTP through the Iggy HTTP listener, stream and topic by name",
         async () => {

@@ -260,6 +260,40 @@ async function scenario08(t: Deno.TestContext): Promise<void> {
       },
     );
 
+    await steps.run(
+      "a user without permission on the stream reads nothing: the broker's refusal",
+      async () => {
+        const created = await fetch(`${broker.httpUrl}/users`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${topic.client.token}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ username: "nobody", password: "nobody-pw", status: "active" }),
+        });
+        await created.body?.cancel();
+        assert.ok(created.ok, `create user: ${created.status}`);
+        const via = await connect(front, false);
+        const direct = await connect(broker.tcpAddress, false);
+        await via.login("nobody", "nobody-pw");
+        await direct.login("nobody", "nobody-pw");
+        const evicted = recorded.find((r) => r.start! < firstLocal)!;
+        const own = await direct.poll(evicted.req);
+        const answer = await via.poll(evicted.req);
+        assert.notEqual(own.status, 0, "the broker refuses the user");
+        assert.equal(hex(answer.bytes), hex(own.bytes), "the broker's own refusal, no messages");
+        for (const name of [byName, byId]) {
+          const named = await via.poll({
+            ...evicted.req,
+            streamId: name.stream,
+            topicId: name.topic,
+          });
+          assert.notEqual(named.status, 0, "by name too");
+          assert.equal(named.payload.length, 0);
+        }
+      },
+    );
+
     await steps.run("a broken frame closes its own connection only", async () => {
       const broken = await connect(front);
       const healthy = await connect(front);
@@ -272,6 +306,17 @@ async function scenario08(t: Deno.TestContext): Promise<void> {
       );
       const answer = await healthy.poll(recorded[0].req);
       assert.equal(hex(answer.bytes), hex(recorded[0].before), "the other connection reads on");
+    });
+
+    await steps.run("the broker going away closes its clients' connections", async () => {
+      const via = await connect(front);
+      await broker.stop();
+      await waitUntil(
+        "the front to close the client's connection",
+        10_000,
+        () => Promise.resolve(via.closed || undefined),
+      );
+      await broker.restart();
     });
 
     await steps.run("the front's metrics count polls answered from the bucket", async () => {

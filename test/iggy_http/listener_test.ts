@@ -146,7 +146,7 @@ const poll = (query: string, auth: string | null = GOOD) =>
 Deno.test("a poll below the broker's first offset is tierd's, continued with the broker's poll", async () => {
   await withListener(async ({ iggy, broker, messages, first }) => {
     assert.ok(first > 10n, `the broker starts at ${first}`);
-    const count = Number(first) + 5;
+    const count = messages.length - 1; // to the end: through the broker's local segments
     const res = await iggy.fetch(poll(`partition_id=0&kind=offset&value=1&count=${count}`));
     assert.equal(res.status, 200);
     const want = polledJson(
@@ -155,8 +155,11 @@ Deno.test("a poll below the broker's first offset is tierd's, continued with the
       messages.slice(1, 1 + count).map(messageJson),
     );
     assert.equal(await res.text(), want);
-    const continued = broker.calls.find((c) => c.path.includes(`value=${first}&`));
-    assert.ok(continued, "the rest came from the broker's own poll");
+    // tierd answers its copies (the broker's first local segment too, which may be going) and
+    // the broker the rest, from an offset it still has.
+    const continued = broker.calls.map((c) => /kind=offset&value=(\d+)&/.exec(c.path)?.[1])
+      .filter((v) => v !== undefined).map(BigInt);
+    assert.ok(continued.some((v) => v >= first), "the rest came from the broker's own poll");
     assert.ok(broker.calls.every((c) => c.auth === GOOD), "always with the client's token");
 
     const firstKind = await iggy.fetch(poll("kind=first&count=3"));
