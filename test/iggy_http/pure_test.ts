@@ -1,6 +1,7 @@
 // The pure parts of the Iggy-compatible listener: the poll query as the broker reads it, the
 // JSON scanner over broker answers, user headers and messages rendered as the broker renders
 // them (src/iggy_http/).
+import { concatBytes } from "../../providers/bytes.ts";
 import assert from "node:assert/strict";
 import {
   arrayElements,
@@ -24,15 +25,7 @@ function field(kind: number, bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]) => concatBytes(parts);
 
 Deno.test("a poll query: the broker's defaults, its kind aliases, and what goes to the broker", () => {
   const d = parsePollQuery(new URLSearchParams(""))!;

@@ -2,6 +2,7 @@
 // records pass through byte for byte, decoded messages re-encode to the same bytes, a 0.9 batch
 // is sliced exactly as the broker slices it, tierd's part splices in front of the broker's, and
 // hostile answers end in a WireError.
+import { concatBytes } from "../../providers/bytes.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { codecFor } from "../../src/format/codecs.ts";
@@ -30,15 +31,7 @@ const RUNS = { numRuns: 150 };
 const iggy08 = codecFor("iggy-0.8");
 const iggy09 = codecFor("iggy-0.9");
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]) => concatBytes(parts);
 
 function view(b: Uint8Array): DataView {
   return new DataView(b.buffer, b.byteOffset, b.byteLength);

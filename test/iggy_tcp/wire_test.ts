@@ -1,6 +1,7 @@
 // Iggy's TCP framing and command payloads (src/iggy_tcp/wire.ts): golden bytes laid out by hand
 // from the Rust sources they cite, round trips, the frame reader over any chunking, and hostile
 // bytes that must end in a WireError, never a crash.
+import { concatBytes } from "../../providers/bytes.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
@@ -37,15 +38,7 @@ import {
 
 const RUNS = { numRuns: 200 };
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]) => concatBytes(parts);
 
 function le32(v: number): number[] {
   return [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, v >>> 24];
