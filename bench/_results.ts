@@ -46,9 +46,13 @@ export interface ResultDetails {
 export interface BenchResult {
   /** The figure; null when it could not be measured (`details.not_measured` says why). */
   value: number | null;
-  /** e.g. `"≥ 1.0 (stretch 2.0)"` or `"≤ 256"`; the first comparison decides `met`. */
+  /**
+   * e.g. `"≥ 1.0 (stretch 2.0)"` or `"≤ 256"`; the first comparison decides `met`. {@link NO_GOAL}
+   * for a figure recorded to be read, not judged.
+   */
   target: string;
-  met: boolean;
+  /** Whether the target is met; null for a figure without a goal ({@link NO_GOAL}). */
+  met: boolean | null;
   details: ResultDetails;
   /** ISO time of the run that measured it. */
   date: string;
@@ -62,14 +66,19 @@ export interface ResultsFile {
   results: Record<string, BenchResult>;
 }
 
+/** The target of a figure that has no goal: it is recorded and rendered, never met or missed. */
+export const NO_GOAL = "none (no goal set)";
+
 const pending = new Map<string, Omit<BenchResult, "machine">>();
 let machineInfo: Promise<MachineInfo> | undefined;
 
 /**
- * Whether `value` meets `target`: the first `≥ X` / `>= X` / `≤ X` / `<= X` in it.
+ * Whether `value` meets `target`: the first `≥ X` / `>= X` / `≤ X` / `<= X` in it; null when the
+ * target is {@link NO_GOAL}.
  * @throws {Error} when the target names no comparison
  */
-export function meetsTarget(value: number, target: string): boolean {
+export function meetsTarget(value: number, target: string): boolean | null {
+  if (target === NO_GOAL) return null;
   const m = /(≥|>=|≤|<=)\s*(-?[\d.]+)/.exec(target);
   if (!m) throw new Error(`target ${JSON.stringify(target)} has no ≥ or ≤ comparison`);
   const bound = Number(m[2]);
@@ -79,7 +88,7 @@ export function meetsTarget(value: number, target: string): boolean {
 /**
  * Records one figure for the next {@link writeResults}.
  * @param key the `latest.json` key, e.g. `sign_ratio_vs_aws4fetch`
- * @param target e.g. `"≥ 1.0 (stretch 2.0)"`
+ * @param target e.g. `"≥ 1.0 (stretch 2.0)"`, or {@link NO_GOAL}
  */
 export function recordResult(
   key: string,
@@ -112,7 +121,7 @@ export function recordNotMeasured(
   pending.set(key, {
     value: null,
     target,
-    met: false,
+    met: target === NO_GOAL ? null : false,
     details: smokeMarked({ ...details, not_measured: reason, notes }),
     date: new Date().toISOString(),
   });
@@ -257,6 +266,7 @@ function machineLine(m: MachineInfo): string {
 
 function metCell(r: BenchResult): string {
   if (r.value === null) return "not measured";
+  if (r.met === null) return "n/a";
   return r.met ? "yes" : "**no**";
 }
 
@@ -289,6 +299,8 @@ export function renderMarkdown(file: ResultsFile): string {
     lines.push(
       r.value === null
         ? `Not measured (${d.not_measured ?? "no reason given"}); target ${r.target}.`
+        : r.met === null
+        ? `Value ${formatValue(r.value)}; no goal is set for this figure.`
         : `Value ${formatValue(r.value)}, target ${r.target}: ${r.met ? "met" : "not met"}.`,
     );
     lines.push(`${r.value === null ? "Run" : "Measured"} ${r.date} on ${machineLine(r.machine)}.`);

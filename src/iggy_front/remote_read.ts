@@ -25,8 +25,12 @@ export interface PolledMessage {
   record?: Uint8Array;
 }
 
-/** Bytes of records asked for per read. */
+/** Bytes of records asked for per read at most. */
 export const CHUNK_BYTES = 4 * 1024 * 1024;
+/** Bytes asked for at least: a poll of a few messages reads about what they take, not 4 MiB. */
+const MIN_READ_BYTES = 64 * 1024;
+/** The size assumed per message before the first read has shown the partition's. */
+const GUESS_MESSAGE_BYTES = 1024;
 /** How long a read waits in line for read memory before the poll answers 503. */
 const BUDGET_WAIT_MS = 2_000;
 
@@ -79,8 +83,11 @@ export async function readRemote(
   let cur = range.from;
   let taken = 0;
   let format: FormatName | undefined;
+  let perMessage = GUESS_MESSAGE_BYTES;
   while (messages.length < range.count && cur < range.until && taken < range.maxBytes) {
-    const want = Math.min(CHUNK_BYTES, range.maxBytes - taken);
+    // About what the messages still wanted take, by the size of those read so far.
+    const wanted = Math.ceil((range.count - messages.length) * perMessage * 1.25);
+    const want = Math.min(CHUNK_BYTES, range.maxBytes - taken, Math.max(MIN_READ_BYTES, wanted));
     releases.push(await ctx.budget?.acquire(want, BUDGET_WAIT_MS) ?? (() => {}));
     let r: ReadResult;
     try {
@@ -113,6 +120,7 @@ export async function readRemote(
       }
     }
     taken += r.bytes.length;
+    if (messages.length > 0) perMessage = Math.max(64, Math.ceil(taken / messages.length));
     const last = messages.at(-1)?.message.offset;
     cur = last !== undefined && last + 1n < r.nextOffset ? last + 1n : r.nextOffset;
     if (messages.length >= range.count) cur = last! + 1n;
