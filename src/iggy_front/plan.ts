@@ -119,6 +119,49 @@ export interface PlanDeps {
   read: ReadContext;
   continuity: ContinuityReaders;
   logger: Logger;
+  /** Where each plan leaves what it learnt of the partition's local segments (see LocalHints). */
+  hints?: LocalHints;
+}
+
+/**
+ * What the last plan of each partition found: polls starting at or after `certainlyLocal` are the
+ * broker's. A hint may be stale (the agent evicts on): a front that forwards on one must check
+ * the broker's answer starts where the poll asked, and plan afresh when it does not.
+ */
+export class LocalHints {
+  readonly #ttlMs: number;
+  readonly #entries = new Map<string, { at: number; certainlyLocal: bigint }>();
+
+  /** @param ttlMs how long a hint is used */
+  constructor(ttlMs: number) {
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The partition's hint, if one younger than the TTL is kept. */
+  certainlyLocal(id: PartitionId, now: number): bigint | undefined {
+    const hit = this.#entries.get(hintKey(id));
+    return hit && now - hit.at < this.#ttlMs ? hit.certainlyLocal : undefined;
+  }
+
+  /** Keeps what a plan found. */
+  set(id: PartitionId, certainlyLocal: bigint | undefined, now: number): void {
+    const key = hintKey(id);
+    if (certainlyLocal === undefined) {
+      this.#entries.delete(key);
+      return;
+    }
+    if (this.#entries.size >= 10_000) this.#entries.clear();
+    this.#entries.set(key, { at: now, certainlyLocal });
+  }
+
+  /** Forgets a hint found stale. */
+  forget(id: PartitionId): void {
+    this.#entries.delete(hintKey(id));
+  }
+}
+
+function hintKey(id: PartitionId): string {
+  return `${id.stream}/${id.topic}/${id.partition}`;
 }
 
 /** The partition's shape in tierd's catalog. */
@@ -236,6 +279,8 @@ export async function planPoll<R>(
 ): Promise<PollAnswer<R> | undefined> {
   if (ask.count === 0) return undefined;
   const shape = await shapeOf(deps.read, id);
+  // A partition with nothing copied is all the broker's: every offset is (until a copy appears).
+  deps.hints?.set(id, shape ? shape.certainlyLocal : 0n, deps.read.clock.monotonic());
   if (!shape) return undefined;
   if (
     ask.kind === "offset" && shape.certainlyLocal !== undefined &&

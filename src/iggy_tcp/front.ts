@@ -7,6 +7,7 @@ import type { EventEmitter } from "node:events";
 import { createServer as createTlsServer } from "node:tls";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { NameCache } from "../iggy_front/names.ts";
+import { LocalHints } from "../iggy_front/plan.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
 import type { ReadContext } from "../read/context.ts";
@@ -61,6 +62,7 @@ export async function startIggyTcp(o: IggyTcpOptions): Promise<IggyTcp> {
     logger,
     names: new NameCache(ttl, clock),
     probeTtlMs: ttl,
+    hints: new LocalHints(ttl),
     monotonic: () => clock.monotonic(),
     broker: o.broker,
     maxFrameBytes: o.maxFrameBytes ?? 64 * 1024 * 1024,

@@ -13,7 +13,13 @@
 import type { PartitionId } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type NameCache, sameIds, type TopicIds } from "../iggy_front/names.ts";
-import { type BrokerAnswer, type BrokerSide, planPoll, type PollAsk } from "../iggy_front/plan.ts";
+import {
+  type BrokerAnswer,
+  type BrokerSide,
+  type LocalHints,
+  planPoll,
+  type PollAsk,
+} from "../iggy_front/plan.ts";
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import type { ReadContext } from "../read/context.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
@@ -39,6 +45,9 @@ import {
   type Identifier,
   type PollingKind,
   type PollMessagesRequest,
+  VSR_COMMAND,
+  VSR_COMMAND_OFFSET,
+  VSR_HEADER_SIZE,
   WireError,
 } from "./wire.ts";
 
@@ -66,6 +75,8 @@ export interface TcpPollDeps {
   /** How long a probe's answer is reused on one connection. */
   probeTtlMs: number;
   monotonic(): number;
+  /** What the last plan of each partition found of its local segments. */
+  hints?: LocalHints;
 }
 
 /**
@@ -310,6 +321,20 @@ export async function servePoll(
   // partition being handed to another member, which makes the client re-sync). Asked with the
   // client's poll but past any end: it answers no message, so the broker does not take it for
   // the member's last polled offset (which a rebalance waits for the member to commit).
+  if (!group && req.strategy.kind === "offset" && !req.autoCommit && deps.hints) {
+    // The fast way for an offset poll of what the broker has: forwarded on the partition's last
+    // plan, without reading tierd's catalog again — and planned afresh when the broker's answer
+    // shows it no longer has the offset (the agent evicted since; asking again commits nothing).
+    const id = { ...ids, partition };
+    const local = deps.hints.certainlyLocal(id, deps.monotonic());
+    if (local !== undefined && req.strategy.value >= local) {
+      const frame = await session.forward();
+      if (brokerHad(session.version, frame, req.strategy.value)) {
+        return { frame, fromTierd: false, release: NOTHING };
+      }
+      deps.hints.forget(id);
+    }
+  }
   const admit = async (partitionId: number | undefined) => {
     const payload = await session.call(
       COMMAND.POLL_MESSAGES,
@@ -385,6 +410,36 @@ export async function servePoll(
     throw err;
   }
 }
+
+/**
+ * True when the broker's answer `frame` to an offset poll from `offset` is the broker's to give:
+ * a refusal, messages from `offset` on, or none because `offset` is past its end. False when it
+ * answered from a later offset, or nothing for an offset it should have (it dropped them).
+ */
+function brokerHad(version: BrokerVersion, frame: Uint8Array, offset: bigint): boolean {
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  let payload: Uint8Array;
+  if (version === "iggy-0.8") {
+    if (frame.length < 8 || view.getUint32(0, true) !== 0) return true;
+    payload = frame.subarray(8);
+  } else {
+    if (frame.length < VSR_HEADER_SIZE || frame[VSR_COMMAND_OFFSET] !== VSR_COMMAND.REPLY) {
+      return true;
+    }
+    if (view.getUint32(VSR_STATUS_OFFSET, true) !== 0) return true;
+    payload = frame.subarray(VSR_HEADER_SIZE);
+  }
+  try {
+    const head = pollSummary(version, payload);
+    return head.firstOffset === undefined ? offset > head.current : head.firstOffset === offset;
+  } catch (err) {
+    if (err instanceof WireError) return true; // not tierd's to judge: the broker's answer goes
+    throw err;
+  }
+}
+
+/** Where a 0.9 reply header keeps its status (`ReplyHeader`, header.rs). */
+const VSR_STATUS_OFFSET = 216;
 
 function forwardAnswer(session: TcpSession, payload: Uint8Array): TcpPollResult {
   return { frame: session.answer(payload), fromTierd: false, release: NOTHING };

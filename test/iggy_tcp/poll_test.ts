@@ -20,12 +20,17 @@ import {
   sliceRecord09,
 } from "../../src/iggy_tcp/polled_09.ts";
 import { BrokerStatus, servePoll, type TcpSession } from "../../src/iggy_tcp/poll.ts";
+import { LocalHints } from "../../src/iggy_front/plan.ts";
 import { isTransient, statusOf } from "../../src/iggy_tcp/status.ts";
 import {
   COMMAND,
   decodeGetConsumerOffsetRequest,
   decodePollMessagesRequest,
   decodeStoreConsumerOffsetRequest,
+  decodeVsrRequestHeader,
+  encodeResponse08,
+  encodeVsrReply,
+  encodeVsrRequest,
   IGGY_ERROR,
   type PollMessagesRequest,
 } from "../../src/iggy_tcp/wire.ts";
@@ -86,7 +91,7 @@ function standIn(
   format: FormatName,
   s: Scenario,
   first: bigint,
-  o: { refuse?: number; groupPartition?: number } = {},
+  o: { refuse?: number; groupPartition?: number; forwarded?: PollMessagesRequest } = {},
 ): { session: TcpSession; calls: Calls } {
   const calls: Calls = { codes: [], forwarded: 0, stored: [] };
   const local = s.records.filter((r) => r.firstOffset >= first);
@@ -130,7 +135,19 @@ function standIn(
     },
     forward() {
       calls.forwarded++;
-      return Promise.resolve(new Uint8Array([0xf0]));
+      const req = o.forwarded;
+      if (!req || req.strategy.kind !== "offset") return Promise.resolve(new Uint8Array([0xf0]));
+      // The broker's own answer, in its version's frame.
+      const from = req.strategy.value < first ? first : req.strategy.value;
+      const payload = brokerAnswer(format, local, current, from, req.count);
+      if (format === "iggy-0.8") return Promise.resolve(encodeResponse08(0, payload));
+      const asked = encodeVsrRequest({
+        code: COMMAND.POLL_MESSAGES,
+        client: 1n,
+        session: 1n,
+        request: 1n,
+      }, new Uint8Array(0));
+      return Promise.resolve(encodeVsrReply(decodeVsrRequestHeader(asked), { body: payload }));
     },
     answer: (payload) => payload,
   };
@@ -185,13 +202,16 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
     await withScenario(format, async (s, first) => {
       const last = s.records.at(-1)!.lastOffset;
       const all = s.records;
+      // One set of deps for every run: the later runs forward on the hints the earlier ones left.
+      const planDeps = { ...deps(s), hints: new LocalHints(60_000) };
       await fc.assert(
         fc.asyncProperty(
           fc.bigInt({ min: 0n, max: last }),
           fc.integer({ min: 1, max: 60 }),
           async (from, count) => {
-            const { session, calls } = standIn(format, s, first);
-            const result = await servePoll(deps(s), session, offsetPoll(from, count));
+            const req = offsetPoll(from, count);
+            const { session, calls } = standIn(format, s, first, { forwarded: req });
+            const result = await servePoll(planDeps, session, req);
             try {
               const whole = brokerAnswer(format, all, last, from, count);
               if (result.fromTierd) {
@@ -199,6 +219,8 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
               } else {
                 assert.ok(from >= first, `${from} was forwarded, the broker starts at ${first}`);
                 assert.equal(calls.forwarded, 1);
+                const header = format === "iggy-0.8" ? 8 : 256;
+                assert.equal(hex(result.frame.subarray(header)), hex(whole), "the broker's answer");
               }
             } finally {
               result.release();
@@ -207,6 +229,25 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
         ),
         { numRuns: 40 },
       );
+    });
+  });
+
+  Deno.test(`${format}: a stale hint is caught by the broker's answer and the poll is planned afresh`, async () => {
+    await withScenario(format, async (s, first) => {
+      const req = offsetPoll(0n, 5);
+      const { session, calls } = standIn(format, s, first, { forwarded: req });
+      const hints = new LocalHints(60_000);
+      // A hint from before the eviction: every offset the broker's.
+      hints.set({ ...s.ids }, 0n, 0);
+      const result = await servePoll({ ...deps(s), hints }, session, req);
+      try {
+        assert.equal(calls.forwarded, 1, "forwarded on the hint first");
+        assert.ok(result.fromTierd, "then answered from the bucket");
+        const whole = brokerAnswer(format, s.records, s.records.at(-1)!.lastOffset, 0n, 5);
+        assert.equal(hex(result.frame), hex(whole));
+      } finally {
+        result.release();
+      }
     });
   });
 
