@@ -46,6 +46,13 @@ export interface PollAsk {
   value: bigint;
   count: number;
   autoCommit: boolean;
+  /**
+   * The front checks a forwarded answer starts where this poll asked (an offset poll that
+   * commits nothing, asked again at no cost when it does not): the broker's first local segment
+   * is then the broker's to answer even while it may be evicted. Otherwise tierd answers that
+   * segment itself when it has copied it.
+   */
+  checked?: boolean;
 }
 
 /** What a probe found out about a partition. */
@@ -124,9 +131,9 @@ export interface PlanDeps {
 }
 
 /**
- * What the last plan of each partition found: polls starting at or after `certainlyLocal` are the
- * broker's. A hint may be stale (the agent evicts on): a front that forwards on one must check
- * the broker's answer starts where the poll asked, and plan afresh when it does not.
+ * What the last plan of each partition found: polls starting at or after the start of its first
+ * local segment are the broker's. A hint may be stale (the agent evicts on): a front that forwards
+ * on one must check the broker's answer starts where the poll asked, and plan afresh when not.
  */
 export class LocalHints {
   readonly #ttlMs: number;
@@ -180,6 +187,8 @@ interface Shape {
    * and the broker, asked for an offset it just dropped, answers from a later one — or nothing).
    */
   tierdUntil?: bigint;
+  /** Start of the first segment whose files the broker still has. */
+  firstLocal?: bigint;
   /**
    * The last offset tierd knows the partition had (its copies' and sealed segments' ends): the
    * broker's current offset is never below it, unless the broker's partition is another one.
@@ -205,6 +214,7 @@ async function shapeOf(ctx: ReadContext, id: PartitionId): Promise<Shape | undef
     earliest: entries[0].start,
     certainlyLocal,
     tierdUntil: local[0]?.remote !== undefined ? certainlyLocal : local[0]?.start,
+    firstLocal: local[0]?.start,
     knownEnd: maxOf(segments.map((s) => s.end)),
   };
 }
@@ -280,7 +290,7 @@ export async function planPoll<R>(
   if (ask.count === 0) return undefined;
   const shape = await shapeOf(deps.read, id);
   // A partition with nothing copied is all the broker's: every offset is (until a copy appears).
-  deps.hints?.set(id, shape ? shape.certainlyLocal : 0n, deps.read.clock.monotonic());
+  deps.hints?.set(id, shape ? shape.firstLocal : 0n, deps.read.clock.monotonic());
   if (!shape) return undefined;
   if (
     ask.kind === "offset" && shape.certainlyLocal !== undefined &&
@@ -290,7 +300,8 @@ export async function planPoll<R>(
   let start = await startOf(deps.read, broker, ask, id, shape, view.current);
   // Where the broker's part begins: its first retained offset (what it says, unless its files
   // say it is further on), or the end of its first local segment when tierd has copied that.
-  let brokerFirst = maxOf([view.first, shape.tierdUntil]) ?? (1n << 64n);
+  const until = ask.checked ? shape.firstLocal : shape.tierdUntil;
+  let brokerFirst = maxOf([view.first, until]) ?? (1n << 64n);
   if (start === undefined || start >= brokerFirst) return undefined;
   if (!view.fresh) {
     // tierd answers this one: its picture of the broker must be of now, not of before a
@@ -299,7 +310,7 @@ export async function planPoll<R>(
     // Only a `last` poll starts from the broker's current offset; the others stay where they
     // were resolved (the consumer's stored offset, a timestamp) without asking again.
     if (ask.kind === "last") start = await startOf(deps.read, broker, ask, id, shape, view.current);
-    brokerFirst = maxOf([view.first, shape.tierdUntil]) ?? (1n << 64n);
+    brokerFirst = maxOf([view.first, until]) ?? (1n << 64n);
     if (start === undefined || start >= brokerFirst) return undefined;
   }
   if (broker.confirm && !(await broker.confirm())) {

@@ -30,7 +30,8 @@ import {
   polledPayload09,
   sliceRecord09,
 } from "./polled_09.ts";
-import { splicePolled } from "./polled_binary.ts";
+import { POLL_HEAD_SIZE, splicePolled } from "./polled_binary.ts";
+import { BATCH_HEADER_SIZE } from "../format/iggy09.ts";
 import {
   COMMAND,
   type Consumer,
@@ -321,7 +322,10 @@ export async function servePoll(
   // partition being handed to another member, which makes the client re-sync). Asked with the
   // client's poll but past any end: it answers no message, so the broker does not take it for
   // the member's last polled offset (which a rebalance waits for the member to commit).
-  if (!group && req.strategy.kind === "offset" && !req.autoCommit && deps.hints) {
+  // An offset poll that commits nothing can be asked again at no cost: the broker's answer to it
+  // is checked, and tierd plans again when it shows the broker no longer has the offset.
+  const checked = !group && req.strategy.kind === "offset" && !req.autoCommit;
+  if (checked && deps.hints) {
     // The fast way for an offset poll of what the broker has: forwarded on the partition's last
     // plan, without reading tierd's catalog again — and planned afresh when the broker's answer
     // shows it no longer has the offset (the agent evicted since; asking again commits nothing).
@@ -367,7 +371,17 @@ export async function servePoll(
   const id: PartitionId = { ...ids, partition };
   let answer;
   try {
-    answer = await planPoll(deps, side, ask, id);
+    answer = await planPoll(deps, side, { ...ask, checked }, id);
+    if (!answer && checked) {
+      const frame = await session.forward();
+      if (brokerHad(session.version, frame, req.strategy.value)) {
+        return { frame, fromTierd: false, release: NOTHING };
+      }
+      // The broker dropped the offset since the plan: tierd answers what it has copied.
+      deps.hints?.forget(id);
+      answer = await planPoll(deps, side, ask, id);
+      if (!answer) return { frame, fromTierd: false, release: NOTHING };
+    }
   } catch (err) {
     if (!(group && err instanceof BrokerStatus)) throw err;
     // A rebalance took the partition from the member while tierd read it (the broker admits,
@@ -429,13 +443,31 @@ function brokerHad(version: BrokerVersion, frame: Uint8Array, offset: bigint): b
     if (view.getUint32(VSR_STATUS_OFFSET, true) !== 0) return true;
     payload = frame.subarray(VSR_HEADER_SIZE);
   }
-  try {
-    const head = pollSummary(version, payload);
-    return head.firstOffset === undefined ? offset > head.current : head.firstOffset === offset;
-  } catch (err) {
-    if (err instanceof WireError) return true; // not tierd's to judge: the broker's answer goes
-    throw err;
+  const head = firstPolled(version, payload);
+  if (!head) return true; // not a poll answer tierd can read: the broker's answer goes
+  return head.count === 0 ? offset > head.current : head.firstOffset === offset;
+}
+
+/**
+ * The head of a poll answer and its first message's offset, read where they lie (this runs on
+ * every forwarded poll: no message is walked): 0.8, the first message's `offset` field; 0.9, the
+ * first batch's base offset plus its first frame's offset delta. Undefined when too short.
+ */
+function firstPolled(version: BrokerVersion, payload: Uint8Array) {
+  if (payload.length < POLL_HEAD_SIZE) return undefined;
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const current = view.getBigUint64(4, true);
+  const count = view.getUint32(12, true);
+  if (count === 0) return { current, count, firstOffset: undefined };
+  const at = POLL_HEAD_SIZE;
+  if (version === "iggy-0.8") {
+    if (payload.length < at + 32) return undefined;
+    return { current, count, firstOffset: view.getBigUint64(at + 24, true) };
   }
+  if (payload.length < at + BATCH_HEADER_SIZE + 28) return undefined;
+  const base = view.getBigUint64(at + 8, true);
+  const delta = view.getUint32(at + BATCH_HEADER_SIZE + 24, true);
+  return { current, count, firstOffset: base + BigInt(delta) };
 }
 
 /** Where a 0.9 reply header keeps its status (`ReplyHeader`, header.rs). */
