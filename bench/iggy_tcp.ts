@@ -461,8 +461,9 @@ async function measureLocalPoll(s: Setup, paths: Paths, rounds: number): Promise
     const mb = byPath(runs, (x) => x.mbPerSecond);
     const ratio = mb.ratio("front");
     const msgs = (p: Path) => round(mb.med(p) * 1e6 / RECORD, 0);
-    // The walk in two parts: the broker's first local segment (tierd answers it itself when it
-    // has copied it) and the later segments (forwarded).
+    // The walk in two parts: the broker's first local segment (the segment an eviction may take
+    // next: forwarded, the broker's answer checked; tierd reads it only when the broker no longer
+    // has it) and the later segments (forwarded on the partition's last plan).
     const firstPart = frames.filter((_, i) =>
       s.firstLocal + BigInt(i * LOCAL_COUNT) < s.secondLocal
     ).length;
@@ -503,8 +504,8 @@ async function measureLocalPoll(s: Setup, paths: Paths, rounds: number): Promise
       method: `PollMessages by offset, count ${LOCAL_COUNT}, walking forward from the broker's ` +
         `first retained offset of the tiered topic's partition through ${span} messages ` +
         `(${round(Number(span) * RECORD / 1e6, 1)} MB of ${RECORD}-byte records, all still ` +
-        `local; the polls of the first local segment take tierd's probe path, the rest are ` +
-        `forwarded once tierd's catalog places them), one request at a time on one logged-in ` +
+        `local; every poll is forwarded, on the partition's last plan once one is made, and ` +
+        `the broker's answer checked to start where asked), one request at a time on one logged-in ` +
         `connection per path; ${walks} walks per path (direct, bare relay, front), the order ` +
         `rotated each round, after one warm-up walk of each. The value is the median MB/s ` +
         `through tierd's front ÷ the median straight to the broker. A sample answer is checked ` +
@@ -525,10 +526,11 @@ async function measureLocalPoll(s: Setup, paths: Paths, rounds: number): Promise
       ),
       notes: `MB/s: direct ${mb.med("direct")} (${msgs("direct")} msg/s), bare relay ` +
         `${mb.med("relay")} (${mb.ratio("relay")} of direct), front ${mb.med("front")} ` +
-        `(${msgs("front")} msg/s); front ÷ direct over the first local segment (answered by ` +
-        `tierd, its read path producing ${readPath.per_byte_answered_of_the_first_local_segment} ` +
-        `bytes per byte answered) ${head.front.ratio_to_direct}, over later segments ` +
-        `(forwarded) ${rest.front.ratio_to_direct}`,
+        `(${msgs("front")} msg/s); front ÷ direct over the first local segment ` +
+        `${head.front.ratio_to_direct} (tierd's read path read ` +
+        `${readPath.per_byte_answered_of_the_first_local_segment} bytes per byte answered: ` +
+        `nothing, when every poll went to the broker), over later segments ` +
+        `${rest.front.ratio_to_direct}`,
     });
     return direct1000;
   } finally {
