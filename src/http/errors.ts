@@ -1,18 +1,14 @@
 // The one error type of the HTTP API: an HTTP status plus a stable code, rendered by `onError`
 // as `{ "error": code, "message": text }`. Read-path errors map onto it here.
 import {
-  CacheFull,
-  FetchTimeout,
   OffsetBelowRetention,
   OffsetInGap,
   OffsetPastEnd,
-  PartitionRebuilding,
   ReadError,
   SegmentCorrupt,
-  StoreUnavailable,
 } from "../read/errors.ts";
 import { ParamError } from "../read/params.ts";
-import { ReadBudgetExceeded } from "../read/read_budget.ts";
+import { isRetryable } from "../read/retryable.ts";
 
 /** Statuses the API answers errors with. */
 export type ApiErrorStatus = 400 | 401 | 403 | 404 | 410 | 416 | 500 | 502 | 503;
@@ -58,9 +54,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ParamError) return new ApiError(400, "bad_parameter", err.message);
   if (err instanceof ReadError) {
-    const retry = err instanceof StoreUnavailable || err instanceof FetchTimeout ||
-      err instanceof CacheFull || err instanceof ReadBudgetExceeded ||
-      err instanceof PartitionRebuilding;
+    const retry = isRetryable(err);
     const status: ApiErrorStatus = err instanceof OffsetBelowRetention
       ? 416
       : err instanceof OffsetInGap

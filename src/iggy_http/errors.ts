@@ -4,14 +4,8 @@
 // (`ErrorResponse {id, code, reason, field}`, core/server/src/http/error.rs in 0.8.0 and 0.9,
 // `error_response` there sets `id` to the HTTP status), with `Retry-After` on a 503 so the SDKs'
 // retry of transient errors applies.
-import {
-  CacheFull,
-  FetchTimeout,
-  PartitionRebuilding,
-  ReadError,
-  StoreUnavailable,
-} from "../read/errors.ts";
-import { ReadBudgetExceeded } from "../read/read_budget.ts";
+import { ReadError } from "../read/errors.ts";
+import { isRetryable } from "../read/retryable.ts";
 import { PollNotJudged } from "../iggy_front/plan.ts";
 
 /** The broker refused a call tierd made with the client's token; its answer goes back as is. */
@@ -84,9 +78,7 @@ export function toIggyHttpError(err: unknown): IggyHttpError {
     });
   }
   if (err instanceof ReadError) {
-    const retry = err instanceof StoreUnavailable || err instanceof FetchTimeout ||
-        err instanceof CacheFull || err instanceof ReadBudgetExceeded ||
-        err instanceof PartitionRebuilding
+    const retry = isRetryable(err)
       ? String(Math.max(1, Math.ceil(err.retryAfterSeconds)))
       : undefined;
     return retry

@@ -8,8 +8,7 @@
 // fault of tierd's) is the generic `Error` (1). The client's connection stays open either way,
 // and nothing is forwarded to the broker as if tierd had judged the poll.
 import { PollNotJudged } from "../iggy_front/plan.ts";
-import { CacheFull, FetchTimeout, PartitionRebuilding, StoreUnavailable } from "../read/errors.ts";
-import { ReadBudgetExceeded } from "../read/read_budget.ts";
+import { isRetryable } from "../read/retryable.ts";
 import type { BrokerVersion } from "./poll.ts";
 import { IGGY_ERROR } from "./wire.ts";
 
@@ -18,9 +17,7 @@ export const STATUS_TRANSIENT_08 = 12001;
 
 /** True when a poll that failed with `err` may succeed if asked again. */
 export function isTransient(err: unknown): boolean {
-  return err instanceof StoreUnavailable || err instanceof FetchTimeout ||
-    err instanceof CacheFull || err instanceof ReadBudgetExceeded ||
-    err instanceof PartitionRebuilding || err instanceof PollNotJudged;
+  return isRetryable(err) || err instanceof PollNotJudged;
 }
 
 /** The status to answer a failed poll with, for a broker of `version`. */
