@@ -137,7 +137,7 @@ export interface PlanDeps {
  */
 export class LocalHints {
   readonly #ttlMs: number;
-  readonly #entries = new Map<string, { at: number; certainlyLocal: bigint }>();
+  readonly #entries = new Map<string, { at: number; firstLocal: bigint }>();
 
   /** @param ttlMs how long a hint is used */
   constructor(ttlMs: number) {
@@ -145,20 +145,20 @@ export class LocalHints {
   }
 
   /** The partition's hint, if one younger than the TTL is kept. */
-  certainlyLocal(id: PartitionId, now: number): bigint | undefined {
+  firstLocal(id: PartitionId, now: number): bigint | undefined {
     const hit = this.#entries.get(hintKey(id));
-    return hit && now - hit.at < this.#ttlMs ? hit.certainlyLocal : undefined;
+    return hit && now - hit.at < this.#ttlMs ? hit.firstLocal : undefined;
   }
 
   /** Keeps what a plan found. */
-  set(id: PartitionId, certainlyLocal: bigint | undefined, now: number): void {
+  set(id: PartitionId, firstLocal: bigint | undefined, now: number): void {
     const key = hintKey(id);
-    if (certainlyLocal === undefined) {
+    if (firstLocal === undefined) {
       this.#entries.delete(key);
       return;
     }
     if (this.#entries.size >= 10_000) this.#entries.clear();
-    this.#entries.set(key, { at: now, certainlyLocal });
+    this.#entries.set(key, { at: now, firstLocal });
   }
 
   /** Forgets a hint found stale. */
@@ -182,11 +182,11 @@ interface Shape {
    */
   certainlyLocal?: bigint;
   /**
-   * Where tierd's part of an answer may end at the latest: the broker's first local segment is
-   * tierd's to answer too when tierd has copied it (it may be evicted while the poll is served,
-   * and the broker, asked for an offset it just dropped, answers from a later one — or nothing).
+   * True when tierd has copied the broker's first local segment: it may be evicted while a poll
+   * is served (and the broker, asked for an offset it just dropped, answers from a later one — or
+   * nothing), so tierd answers it itself unless the front checks the broker's answer.
    */
-  tierdUntil?: bigint;
+  firstLocalCopied: boolean;
   /** Start of the first segment whose files the broker still has. */
   firstLocal?: bigint;
   /**
@@ -208,12 +208,11 @@ async function shapeOf(ctx: ReadContext, id: PartitionId): Promise<Shape | undef
   const segments = entries.filter((e): e is CatalogSegment => e.kind === "segment");
   if (!segments.some((s) => s.remote)) return undefined; // nothing copied: all the broker's
   const local = segments.filter((s) => s.local);
-  const certainlyLocal = local[1]?.start ?? local[0]?.start;
   return {
     catalog,
     earliest: entries[0].start,
-    certainlyLocal,
-    tierdUntil: local[0]?.remote !== undefined ? certainlyLocal : local[0]?.start,
+    certainlyLocal: local[1]?.start ?? local[0]?.start,
+    firstLocalCopied: local[0]?.remote !== undefined,
     firstLocal: local[0]?.start,
     knownEnd: maxOf(segments.map((s) => s.end)),
   };
@@ -223,14 +222,6 @@ function maxOf(values: (bigint | undefined)[]): bigint | undefined {
   let out: bigint | undefined;
   for (const v of values) if (v !== undefined && (out === undefined || v > out)) out = v;
   return out;
-}
-
-/**
- * True when tierd has copies of the partition, so that a poll of it may be tierd's to answer;
- * false when every poll of it is the broker's alone.
- */
-export async function tiered(ctx: ReadContext, id: PartitionId): Promise<boolean> {
-  return (await shapeOf(ctx, id)) !== undefined;
 }
 
 /** Where the poll starts; undefined when the broker should answer it whole. */
@@ -300,7 +291,7 @@ export async function planPoll<R>(
   let start = await startOf(deps.read, broker, ask, id, shape, view.current);
   // Where the broker's part begins: its first retained offset (what it says, unless its files
   // say it is further on), or the end of its first local segment when tierd has copied that.
-  const until = ask.checked ? shape.firstLocal : shape.tierdUntil;
+  const until = shape.firstLocalCopied && !ask.checked ? shape.certainlyLocal : shape.firstLocal;
   let brokerFirst = maxOf([view.first, until]) ?? (1n << 64n);
   if (start === undefined || start >= brokerFirst) return undefined;
   if (!view.fresh) {

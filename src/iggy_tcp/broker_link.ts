@@ -27,6 +27,14 @@ export interface BrokerAddress {
 /** The broker went away or answered something that is not a frame. */
 export class BrokerLinkClosed extends Error {
   override readonly name = "BrokerLinkClosed";
+  /**
+   * @param message why
+   * @param brokenFrame true when the broker sent something that is not a frame (or an answer
+   *   to no request): the connection is closed for the broker's fault
+   */
+  constructor(message: string, readonly brokenFrame = false) {
+    super(message);
+  }
 }
 
 /** A connection to the broker. */
@@ -48,6 +56,7 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
         this.#fail(
           new BrokerLinkClosed(
             `the broker sent a broken frame: ${err instanceof WireError ? err.message : err}`,
+            true,
           ),
         );
         return;
@@ -55,7 +64,7 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
       for (const f of frames) {
         const w = this.#waiting.shift();
         if (!w) {
-          this.#fail(new BrokerLinkClosed("the broker answered a request nobody made"));
+          this.#fail(new BrokerLinkClosed("the broker answered a request nobody made", true));
           return;
         }
         w.resolve(f);
@@ -122,7 +131,7 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
  * A socket connected to the broker (TLS when the address says so), no-delay set.
  * @throws {BrokerLinkClosed} when it cannot be reached within `timeoutMs`
  */
-export function connectBroker(
+function connectBroker(
   address: BrokerAddress,
   timeoutMs: number,
   clock: Clock = systemClock,

@@ -63,7 +63,7 @@ export interface ConnectionDeps extends TcpPollDeps {
 const CODES = new Set<number>(Object.values(COMMAND));
 
 /** The protocol of a connection's first bytes; undefined until enough have come. */
-export function protocolOf(first: Uint8Array): "0.8" | "0.9" | "unknown" | undefined {
+function protocolOf(first: Uint8Array): "0.8" | "0.9" | "unknown" | undefined {
   if (first.length >= 8) {
     const view = new DataView(first.buffer, first.byteOffset, first.byteLength);
     if (view.getUint32(0, true) >= 4 && CODES.has(view.getUint32(4, true))) return "0.8";
@@ -252,7 +252,17 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
     client.destroy();
     done();
   };
-  link.onClose(() => {
+  link.onClose((err) => {
+    if (err instanceof BrokerLinkClosed && err.brokenFrame) {
+      deps.metrics.iggyErrors.inc({ listener: "tcp", kind: "broker_frame" });
+      deps.logger.warn(
+        "iggy tcp: the broker sent a broken frame; the client's connection is closed",
+        {
+          peer,
+          err: err.message,
+        },
+      );
+    }
     client.end();
     client.destroy();
     done();

@@ -330,7 +330,7 @@ export async function servePoll(
     // plan, without reading tierd's catalog again — and planned afresh when the broker's answer
     // shows it no longer has the offset (the agent evicted since; asking again commits nothing).
     const id = { ...ids, partition };
-    const local = deps.hints.certainlyLocal(id, deps.monotonic());
+    const local = deps.hints.firstLocal(id, deps.monotonic());
     if (local !== undefined && req.strategy.value >= local) {
       const frame = await session.forward();
       if (brokerHad(session.version, frame, req.strategy.value)) {
