@@ -88,6 +88,18 @@ export function malformed(op: string, key: string | undefined, why: string, text
 }
 
 /**
+ * A conditional replace's refusal as `PreconditionFailed`: the store's own error when it says so,
+ * else (the object is gone: nothing to replace) that error rewritten to the kind, with `condition`
+ * (e.g. "If-Match: no object to replace") added to its message.
+ */
+export function replaceFailed(err: StoreError, condition: string): StoreError {
+  if (err.kind === "PreconditionFailed") return err;
+  return new StoreError("PreconditionFailed", `${err.message} (${condition})`, err.detail, {
+    cause: err.cause,
+  });
+}
+
+/**
  * Runs one listing request. When the service refuses the continuation token — a 400, with
  * `refusalCode` when the service also answers other 400s — throws what the contract says (and
  * fs and sim answer a token they did not hand out): `Malformed` with code `InvalidToken`.

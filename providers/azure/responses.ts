@@ -19,7 +19,7 @@ import {
 } from "../_xml.ts";
 import { parseXmlWithAttributes } from "../_xml_attributes.ts";
 import { bareEtag } from "../_rules.ts";
-import { answerError, answerKind, malformed } from "../_errors.ts";
+import { answerError, answerKind, malformed, replaceFailed } from "../_errors.ts";
 import { decodeMetadataName } from "./requests.ts";
 
 /** What an Azure error answer says. */
@@ -159,14 +159,7 @@ export function replaceRefusal(
   const { redact = (t: string) => t } = options;
   const absent = info.status === 404 && info.code === "BlobNotFound";
   if (info.status !== 412 && !absent) return undefined;
-  const err = azureError(info, "put", key, redact);
-  if (err.kind === "PreconditionFailed") return err;
-  return new StoreError(
-    "PreconditionFailed",
-    `${err.message} (If-Match: no blob to replace)`,
-    err.detail,
-    { cause: err.cause },
-  );
+  return replaceFailed(azureError(info, "put", key, redact), "If-Match: no blob to replace");
 }
 
 function parseDate(text: string | null | undefined): Date | undefined {

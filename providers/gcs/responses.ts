@@ -11,7 +11,7 @@ import {
   type UserMetadata,
 } from "../types.ts";
 import { childText, decodeText, parseXml, rootElement, snippet } from "../_xml.ts";
-import { answerError, answerKind, malformed } from "../_errors.ts";
+import { answerError, answerKind, malformed, replaceFailed } from "../_errors.ts";
 
 /** What a GCS error answer says. */
 export class GcsErrorInfo extends Error {
@@ -141,13 +141,9 @@ export function replaceRefusal(
   const { redact = (t: string) => t } = options;
   const absent = info.status === 404 && !/bucket does not exist/i.test(info.message);
   if (info.status !== 412 && !absent) return undefined;
-  const err = gcsError(info, "put", key, redact);
-  if (err.kind === "PreconditionFailed") return err;
-  return new StoreError(
-    "PreconditionFailed",
-    `${err.message} (ifGenerationMatch: no object to replace)`,
-    err.detail,
-    { cause: err.cause },
+  return replaceFailed(
+    gcsError(info, "put", key, redact),
+    "ifGenerationMatch: no object to replace",
   );
 }
 

@@ -23,7 +23,7 @@ import {
   XmlSyntaxError,
 } from "../_xml.ts";
 import { bareEtag } from "../_rules.ts";
-import { answerError, answerKind, where } from "../_errors.ts";
+import { answerError, answerKind, replaceFailed, where } from "../_errors.ts";
 
 /** What an S3 error body (or a bodiless error status) says, beyond the code. */
 export class S3ErrorInfo extends Error {
@@ -198,14 +198,7 @@ export function replaceRefusal(
   const { redact = (t: string) => t } = options;
   const absent = info.status === 404 && (info.code === "NoSuchKey" || info.code === "NotFound");
   if (info.status !== 412 && !absent) return undefined;
-  const err = s3Error(info, "put", key, redact);
-  if (err.kind === "PreconditionFailed") return err;
-  return new StoreError(
-    "PreconditionFailed",
-    `${err.message} (If-Match: no object to replace)`,
-    err.detail,
-    { cause: err.cause },
-  );
+  return replaceFailed(s3Error(info, "put", key, redact), "If-Match: no object to replace");
 }
 
 /** A `Malformed` error for a body tierd could not read. */
