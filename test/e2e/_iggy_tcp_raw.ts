@@ -76,14 +76,7 @@ export class RawIggyTcp {
 
   /** Logs in (LoginUser: name, password, no version or context). */
   async login(username: string, password: string): Promise<void> {
-    const u = new TextEncoder().encode(username);
-    const p = new TextEncoder().encode(password);
-    const payload = new Uint8Array(1 + u.length + 1 + p.length + 8);
-    payload[0] = u.length;
-    payload.set(u, 1);
-    payload[1 + u.length] = p.length;
-    payload.set(p, 2 + u.length);
-    const f = await this.call(COMMAND.LOGIN_USER, payload);
+    const f = await this.call(COMMAND.LOGIN_USER, loginUserPayload(username, password));
     if (f.status !== 0) throw new Error(`login of ${username}: status ${f.status}`);
   }
 
@@ -95,4 +88,19 @@ export class RawIggyTcp {
   close(): void {
     this.#socket.destroy();
   }
+}
+
+/**
+ * A 0.8 LoginUser payload (core/binary_protocol/src/requests/users/login_user.rs): name and
+ * password each behind a length byte, then an empty version and context (u32 lengths 0).
+ */
+export function loginUserPayload(username: string, password: string): Uint8Array {
+  const u = new TextEncoder().encode(username);
+  const p = new TextEncoder().encode(password);
+  const payload = new Uint8Array(1 + u.length + 1 + p.length + 8);
+  payload[0] = u.length;
+  payload.set(u, 1);
+  payload[1 + u.length] = p.length;
+  payload.set(p, 2 + u.length);
+  return payload;
 }

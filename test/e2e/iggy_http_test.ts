@@ -7,10 +7,9 @@
 // right in the broker; a wrong token reads nothing. Without the servers the suite says why and is
 // ignored (a failure under CI=true).
 import assert from "node:assert/strict";
-import { isCI, unavailable } from "../fixtures/_server.ts";
 import { freePort } from "../fixtures/_agent.ts";
 import {
-  findIggy,
+  findIggyFor,
   IGGY_ROOT,
   IGGY_VERSIONS,
   type IggyServer,
@@ -26,14 +25,7 @@ import { TopicUnderTest } from "./_iggy_topic.ts";
 import { logStarts } from "./_iggy_watch.ts";
 import { Workload } from "./_iggy_workload.ts";
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here (required in CI)", () => {
-      unavailable("Iggy e2e", availability.reason);
-    });
-  } else unavailable("Iggy HTTP e2e (test/e2e/iggy_http_test.ts)", availability.reason);
-}
+const availability = await findIggyFor("Iggy HTTP e2e (test/e2e/iggy_http_test.ts)");
 
 for (const version of IGGY_VERSIONS) {
   Deno.test({

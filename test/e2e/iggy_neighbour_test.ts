@@ -17,9 +17,8 @@ import { initHashes } from "../../src/hash.ts";
 import { createLogger } from "../../src/log.ts";
 import { BrokerPresence, scanOpenFiles } from "../../src/tier/broker_presence.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
-import { isCI, unavailable } from "../fixtures/_server.ts";
 import {
-  findIggy,
+  findIggyFor,
   IGGY_VERSIONS,
   type IggyServer,
   type IggyVersion,
@@ -43,14 +42,7 @@ const CONSUMER = 7;
 const WATCH_MS = 30_000;
 const MAX_DELETES_IN_WATCH = 3;
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here for the neighbour suite (required in CI)", () => {
-      unavailable("Iggy neighbour e2e", availability.reason);
-    });
-  } else unavailable("Iggy neighbour e2e (test/e2e/iggy_neighbour_test.ts)", availability.reason);
-}
+const availability = await findIggyFor("Iggy neighbour e2e (test/e2e/iggy_neighbour_test.ts)");
 
 for (const version of IGGY_VERSIONS) {
   Deno.test({

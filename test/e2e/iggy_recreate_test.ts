@@ -53,9 +53,8 @@
 // Without the servers the suite says why in one line and is ignored (a failure under CI=true).
 import assert from "node:assert/strict";
 import { freePort } from "../fixtures/_agent.ts";
-import { isCI, unavailable } from "../fixtures/_server.ts";
 import {
-  findIggy,
+  findIggyFor,
   IGGY_VERSIONS,
   type IggyServer,
   type IggyVersion,
@@ -88,14 +87,7 @@ const MAX_CYCLES = 5;
 /** The consumer of the `next` polls (it stores an offset in each topic before its delete). */
 const CONSUMER = 9;
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here for the recreate suite (required in CI)", () => {
-      unavailable("Iggy recreate e2e", availability.reason);
-    });
-  } else unavailable("Iggy recreate e2e (test/e2e/iggy_recreate_test.ts)", availability.reason);
-}
+const availability = await findIggyFor("Iggy recreate e2e (test/e2e/iggy_recreate_test.ts)");
 
 for (const version of IGGY_VERSIONS) {
   Deno.test({

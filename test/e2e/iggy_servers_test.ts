@@ -7,9 +7,8 @@
 // ignored; under `CI=true` that is a failure.
 import assert from "node:assert/strict";
 import { minioAvailable, startMinioReady } from "../fixtures/_agent.ts";
-import { isCI, unavailable } from "../fixtures/_server.ts";
 import {
-  findIggy,
+  findIggyFor,
   IGGY_ROOT,
   IGGY_VERSIONS,
   type IggyServer,
@@ -47,14 +46,7 @@ const MIN_REMOTE = 3;
 /** Distinct active segments the watch must see per partition while the server writes. */
 const MIN_ACTIVES = 3;
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here (required in CI)", () => {
-      unavailable("Iggy e2e", availability.reason);
-    });
-  } else unavailable("Iggy e2e (test/e2e/iggy_servers_test.ts)", availability.reason);
-}
+const availability = await findIggyFor("Iggy e2e (test/e2e/iggy_servers_test.ts)");
 
 for (const version of IGGY_VERSIONS) {
   for (const storeKind of ["fs", "minio"] as const) {

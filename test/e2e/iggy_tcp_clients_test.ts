@@ -14,9 +14,9 @@
 // under CI=true); a client whose toolchain is missing is skipped the same way, and one whose SDK
 // cannot speak a server's protocol (Java on 0.9) is named and left out.
 import assert from "node:assert/strict";
-import { isCI, unavailable } from "../fixtures/_server.ts";
+import { unavailable } from "../fixtures/_server.ts";
 import {
-  findIggy,
+  findIggyFor,
   IGGY_VERSIONS,
   type IggyServer,
   type IggyVersion,
@@ -41,16 +41,7 @@ import { waitUntil } from "./_iggy_steps.ts";
 import { startTierd, type Tierd } from "./_iggy_tierd.ts";
 import { logStarts } from "./_iggy_watch.ts";
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here (required in CI)", () => {
-      unavailable("Iggy e2e", availability.reason);
-    });
-  } else {
-    unavailable("Iggy TCP clients e2e (test/e2e/iggy_tcp_clients_test.ts)", availability.reason);
-  }
-}
+const availability = await findIggyFor("Iggy TCP clients e2e (test/e2e/iggy_tcp_clients_test.ts)");
 
 /** Messages sent (about 6 MiB per partition: several 1 MiB segments each). */
 const MESSAGES = 1400;

@@ -6,9 +6,8 @@
 // nothing (the broker's own refusal); a broken frame closes only its own connection.
 // Without the servers the suite says why and is ignored (a failure under CI=true).
 import assert from "node:assert/strict";
-import { isCI, unavailable } from "../fixtures/_server.ts";
 import { freePort } from "../fixtures/_agent.ts";
-import { findIggy, IGGY_ROOT, type IggyServer, startIggy } from "../fixtures/iggy.ts";
+import { findIggyFor, IGGY_ROOT, type IggyServer, startIggy } from "../fixtures/iggy.ts";
 import { tempDir } from "../_util.ts";
 import {
   COMMAND,
@@ -27,14 +26,7 @@ import { TopicUnderTest } from "./_iggy_topic.ts";
 import { logStarts } from "./_iggy_watch.ts";
 import { Workload } from "./_iggy_workload.ts";
 
-const availability = await findIggy();
-if (!availability.ok) {
-  if (isCI()) {
-    Deno.test("the real Iggy servers can run here (required in CI)", () => {
-      unavailable("Iggy e2e", availability.reason);
-    });
-  } else unavailable("Iggy TCP e2e (test/e2e/iggy_tcp_test.ts)", availability.reason);
-}
+const availability = await findIggyFor("Iggy TCP e2e (test/e2e/iggy_tcp_test.ts)");
 
 Deno.test({
   name: "tierd's binary front beside a real Iggy 0.8.0 server",
