@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import { freePort } from "../test/fixtures/_server.ts";
 import { IGGY_ROOT, type IggyServer } from "../test/fixtures/iggy.ts";
-import { tierdBinary } from "./_proc.ts";
+import { startTierdRun } from "./_proc.ts";
 
 /** What the agent is started over. */
 export interface IggyAgentOptions {
@@ -78,61 +78,21 @@ local_retention_size = "${o.localRetention}"
  * @throws {Error} with its log when it exits or is not ready within 60 s
  */
 export async function startIggyAgent(o: IggyAgentOptions): Promise<IggyAgent> {
-  const bin = await tierdBinary();
   const listen = `127.0.0.1:${freePort()}`;
   const front = `127.0.0.1:${freePort()}`;
   const cache = join(o.dir, `cache-${o.name}`);
   await Deno.remove(cache, { recursive: true }).catch(() => {});
   const config = join(o.dir, `tierd-${o.name}.toml`);
   await Deno.writeTextFile(config, configText(o, listen, front, cache));
-  const child = new Deno.Command(bin, {
-    args: ["run", "--config", config],
-    env: { TIERD_BROKER_PASSWORD: IGGY_ROOT.password },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let tail = "";
-  const logging = (async () => {
-    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) {
-      tail = (tail + text).slice(-16_000);
-    }
-  })().catch(() => {});
-  let exited: Deno.CommandStatus | undefined;
-  child.status.then((s) => (exited = s));
   const url = `http://${listen}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`tierd (${o.name}) exited ${exited.code}: ${tail}`);
-    if (await ready(url, front)) break;
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`tierd (${o.name}) not ready after 60 s: ${tail}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return {
-    url,
-    frontAddress: front,
-    pid: child.pid,
-    cacheDir: cache,
-    logTail: () => tail,
-    stop: async () => {
-      if (!exited) {
-        try {
-          child.kill("SIGTERM");
-        } catch { /* gone */ }
-      }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* gone */ }
-      }, 20_000);
-      await child.status;
-      clearTimeout(timer);
-      await logging;
-    },
-  };
+  const run = await startTierdRun({
+    config,
+    name: o.name,
+    env: { TIERD_BROKER_PASSWORD: IGGY_ROOT.password },
+    ready: () => ready(url, front),
+    timeoutMs: 60_000,
+  });
+  return { url, frontAddress: front, cacheDir: cache, ...run };
 }
 
 /** True once `/readyz` answers 200 and the front accepts a connection. */

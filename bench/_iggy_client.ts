@@ -4,6 +4,8 @@
 // per round trip is as small as the measurement allows. The e2e suite's RawIggyTcp
 // (test/e2e/_iggy_tcp_raw.ts) is the ruler for exact bytes; this one is for speed. Also the
 // SendMessages request, which tierd itself never encodes.
+import { MESSAGE_HEADER_SIZE } from "../src/format/iggy08.ts";
+import { loginUserPayload } from "../test/e2e/_iggy_tcp_raw.ts";
 import {
   COMMAND,
   encodePollMessagesRequest,
@@ -56,13 +58,7 @@ export class IggyTcpClient {
 
   /** LoginUser: name, password, no version or context. */
   async login(username: string, password: string): Promise<void> {
-    const u = new TextEncoder().encode(username);
-    const p = new TextEncoder().encode(password);
-    const payload = new Uint8Array(1 + u.length + 1 + p.length + 8);
-    payload[0] = u.length;
-    payload.set(u, 1);
-    payload[1 + u.length] = p.length;
-    payload.set(p, 2 + u.length);
+    const payload = loginUserPayload(username, password);
     const answer = await this.request(encodeRequest08(COMMAND.LOGIN_USER, payload));
     if (answer.status !== 0) {
       throw new IggyClientError(`login of ${username}: status ${answer.status}`);
@@ -127,8 +123,6 @@ export function polledCount(payload: Uint8Array): number {
   return new DataView(payload.buffer, payload.byteOffset, 16).getUint32(12, true);
 }
 
-/** The 64-byte message header of 0.8 (core/binary_protocol/src/message_layout.rs). */
-const MESSAGE_HEADER_SIZE = 64;
 /** One index entry of a SendMessages request. */
 const INDEX_SIZE = 16;
 

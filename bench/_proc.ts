@@ -1,5 +1,5 @@
 // Runs a program end to end (process start to exit) with its wall time, output and peak RSS,
-// and builds the tierd binary the benchmarks measure.
+// builds the tierd binary the benchmarks measure, and runs it as an agent until stopped.
 import { join } from "node:path";
 import { BENCH_DIR } from "./_results.ts";
 import { progress } from "./_stats.ts";
@@ -181,4 +181,76 @@ export function tierdBinary(): Promise<string> {
     }
     return out;
   })();
+}
+
+/** A compiled `tierd run` started by {@link startTierdRun}. */
+export interface TierdRun {
+  pid: number;
+  /** The last 16 KB it logged. */
+  logTail(): string;
+  /** SIGTERM and wait (SIGKILL after 20 s). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the compiled tierd (`run --config`) and waits until `ready()` answers true, polling
+ * every `o.pollMs` (100 ms by default).
+ * @param o.name names it in errors
+ * @param o.env its environment's additions (secrets)
+ * @throws {Error} with its log when it exits first or is not ready within `o.timeoutMs`
+ */
+export async function startTierdRun(o: {
+  config: string;
+  name: string;
+  env: Record<string, string>;
+  ready: () => Promise<boolean>;
+  timeoutMs: number;
+  pollMs?: number;
+}): Promise<TierdRun> {
+  const child = new Deno.Command(await tierdBinary(), {
+    args: ["run", "--config", o.config],
+    env: o.env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let tail = "";
+  const logging = (async () => {
+    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) {
+      tail = (tail + text).slice(-16_000);
+    }
+  })().catch(() => {});
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => (exited = s));
+  const deadline = Date.now() + o.timeoutMs;
+  for (;;) {
+    if (exited) {
+      throw new Error(`tierd run (${o.name}) exited ${exited.code} before ready: ${tail}`);
+    }
+    if (await o.ready()) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`tierd run (${o.name}) not ready after ${o.timeoutMs / 1000} s: ${tail}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, o.pollMs ?? 100));
+  }
+  return {
+    pid: child.pid,
+    logTail: () => tail,
+    stop: async () => {
+      if (!exited) {
+        try {
+          child.kill("SIGTERM");
+        } catch { /* gone */ }
+      }
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* gone */ }
+      }, 20_000);
+      await child.status;
+      clearTimeout(timer);
+      await logging;
+    },
+  };
 }

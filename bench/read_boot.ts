@@ -28,7 +28,7 @@ import { discoverPartitions } from "../src/partition/discover.ts";
 import { recordResult } from "./_results.ts";
 import { WORK_DIR } from "./_segments.ts";
 import { median, progress, round } from "./_stats.ts";
-import { tierdBinary, waitForQuiet } from "./_proc.ts";
+import { startTierdRun, tierdBinary, waitForQuiet } from "./_proc.ts";
 import { type BenchStore, openBenchStore } from "./_store.ts";
 
 const PARTITIONS = 100;
@@ -168,60 +168,42 @@ async function vmRssKiB(pid: number): Promise<number> {
 
 /** One boot of the binary: seconds to ready, then the RSS once ready. */
 async function bootOnce(tree: StateTree, store: BenchStore) {
-  const bin = await tierdBinary();
+  await tierdBinary(); // built before the clock starts
   const port = freePort();
   const config = join(tree.root, "tierd.toml");
   await Deno.writeTextFile(config, configText(tree, store, port));
   await Deno.remove(join(tree.root, "cache"), { recursive: true }).catch(() => {});
   const t0 = performance.now();
-  const child = new Deno.Command(bin, {
-    args: ["run", "--config", config],
+  const run = await startTierdRun({
+    config,
+    name: "boot",
     env: { TIERD_S3_ACCESS_KEY: store.accessKey, TIERD_S3_SECRET_KEY: store.secretKey },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let log = "";
-  const logging = (async () => {
-    for await (const t of child.stderr.pipeThrough(new TextDecoderStream())) {
-      log = (log + t).slice(-8000);
-    }
-  })().catch(() => {});
-  let exited = false;
-  child.status.then(() => (exited = true));
-  let seconds = NaN;
-  try {
-    for (;;) {
-      if (exited) throw new Error(`tierd run exited before ready: ${log}`);
+    ready: async () => {
       try {
         const res = await fetch(`http://127.0.0.1:${port}/readyz`);
         await res.body?.cancel();
-        if (res.ok) {
-          seconds = (performance.now() - t0) / 1000;
-          break;
-        }
+        return res.ok;
       } catch {
-        // not listening yet
+        return false; // not listening yet
       }
-      if (performance.now() - t0 > 600_000) throw new Error(`not ready after 600 s: ${log}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    },
+    timeoutMs: 600_000,
+    pollMs: 20,
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  try {
     const rss: number[] = [];
     for (let i = 0; i < 12; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      rss.push(await vmRssKiB(child.pid));
+      rss.push(await vmRssKiB(run.pid));
     }
     const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
       segments: { remote: number };
     }[];
     const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
-    return { seconds, rssBytes: median(rss) * 1024, remote, warnings: log.trim() };
+    return { seconds, rssBytes: median(rss) * 1024, remote, warnings: run.logTail().trim() };
   } finally {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* gone */ }
-    await child.status;
-    await logging;
+    await run.stop();
   }
 }
 

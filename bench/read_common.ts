@@ -8,7 +8,7 @@ import { concatBytes } from "../providers/bytes.ts";
 import { freePort } from "../test/fixtures/_server.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
-import { tierdBinary } from "./_proc.ts";
+import { startTierdRun } from "./_proc.ts";
 import { ensureSegments, type SegmentSet, type SegmentSetSpec, WORK_DIR } from "./_segments.ts";
 import { benchSegmentSize, median, MiB, progress, round } from "./_stats.ts";
 import { type BenchStore, emptyPrefix, listPrefix, openBenchStore } from "./_store.ts";
@@ -151,70 +151,31 @@ function configText(data: ReadData, port: number, cacheDir: string, o: ServerOpt
  * @throws {Error} when it exits or is not ready within two minutes
  */
 export async function startServer(data: ReadData, o: ServerOptions): Promise<TierdServer> {
-  const bin = await tierdBinary();
   const port = freePort();
   const cacheDir = join(data.runDir, `cache-${o.name}`);
   if (!o.keepCache) await Deno.remove(cacheDir, { recursive: true }).catch(() => {});
   const config = join(data.runDir, `tierd-${o.name}.toml`);
   await Deno.writeTextFile(config, configText(data, port, cacheDir, o));
-  const child = new Deno.Command(bin, {
-    args: ["run", "--config", config],
+  const url = `http://127.0.0.1:${port}`;
+  const run = await startTierdRun({
+    config,
+    name: o.name,
     env: {
       TIERD_S3_ACCESS_KEY: data.store.accessKey,
       TIERD_S3_SECRET_KEY: data.store.secretKey,
     },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let tail = "";
-  const logging = (async () => {
-    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) {
-      tail = (tail + text).slice(-16_000);
-    }
-  })().catch(() => {});
-  let exited: Deno.CommandStatus | undefined;
-  child.status.then((s) => (exited = s));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (exited) {
-      throw new Error(`tierd run (${o.name}) exited ${exited.code} before ready: ${tail}`);
-    }
-    try {
-      const res = await fetch(`${url}/readyz`);
-      await res.body?.cancel();
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`tierd run (${o.name}) not ready after 120 s: ${tail}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return {
-    url,
-    pid: child.pid,
-    cacheDir,
-    logTail: () => tail,
-    stop: async () => {
-      if (!exited) {
-        try {
-          child.kill("SIGTERM");
-        } catch { /* gone */ }
+    ready: async () => {
+      try {
+        const res = await fetch(`${url}/readyz`);
+        await res.body?.cancel();
+        return res.ok;
+      } catch {
+        return false; // not listening yet
       }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* gone */ }
-      }, 20_000);
-      await child.status;
-      clearTimeout(timer);
-      await logging;
     },
-  };
+    timeoutMs: 120_000,
+  });
+  return { url, cacheDir, ...run };
 }
 
 /** `GET /v1/partitions` of the read partition. */
