@@ -56,7 +56,10 @@ export interface BrokerConfig {
 export interface IggyHttpConfig {
   /** `host:port`, e.g. `"127.0.0.1:3001"`; `""` = off. @default "" */
   listen: string;
-  /** Milliseconds a client token's broker check is reused per partition. @default 1 s */
+  /**
+   * How long a client token's broker check is reused per partition; the binary front
+   * (`[agent.iggy_tcp]`) reuses a connection's probe and resolved names as long. @default 1 s
+   */
   auth_cache_ttl: number;
 }
 
