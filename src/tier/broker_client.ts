@@ -27,6 +27,8 @@ export class BrokerClient {
   #scrub: Scrub;
   /** The current token, or the one login in flight (partitions share it). */
   #token?: Promise<string>;
+  /** The DeleteSegments in flight, which the next one waits for. */
+  #deleting: Promise<unknown> = Promise.resolve();
 
   constructor(cfg: BrokerConfig, fetchFn: Fetch = fetch) {
     this.#cfg = cfg;
@@ -98,8 +100,20 @@ export class BrokerClient {
   /**
    * Asks the broker to delete the `count` oldest sealed segments of a partition. The broker
    * may keep some (consumer barrier); the caller confirms from the directory what is gone.
+   *
+   * One at a time per broker, whatever the partitions: Iggy 0.8 writes each DeleteSegments to
+   * its `state` log, numbering the entry before an asynchronous append (core/server/src/state/
+   * file.rs `apply`), so two at once can land out of order — and the broker then refuses to
+   * boot ("State file is corrupted, expected index: 5, got: 6"), seen in this project's e2e
+   * suite after a restart.
    */
-  async deleteSegments(id: PartitionId, count: number): Promise<void> {
+  deleteSegments(id: PartitionId, count: number): Promise<void> {
+    const turn = this.#deleting.then(() => this.#deleteSegments(id, count));
+    this.#deleting = turn.catch(() => {});
+    return turn;
+  }
+
+  async #deleteSegments(id: PartitionId, count: number): Promise<void> {
     const path = `/streams/${id.stream}/topics/${id.topic}/partitions/${id.partition}` +
       `?segments_count=${count}`;
     for (let attempt = 0; attempt < 2; attempt++) {

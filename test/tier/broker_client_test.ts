@@ -90,3 +90,29 @@ Deno.test("broker client: a short password cannot be scrubbed from an answer, an
   const err = await c.deleteSegments(ID, 1).then(() => undefined, (e) => e);
   assert.match(err.message, /invalid_credentials: user iggy$/);
 });
+
+Deno.test("broker client: DeleteSegments go one at a time, whatever the partitions", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const { c, calls } = client(async (url, init) => {
+    if (url.endsWith("/users/login")) return login();
+    inFlight++;
+    most = Math.max(most, inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    inFlight--;
+    return init.method === "DELETE" && url.includes("/partitions/4")
+      ? new Response("no", { status: 500 })
+      : new Response(null, { status: 204 });
+  });
+  const results = await Promise.allSettled(
+    [3, 4, 5, 6].map((partition) => c.deleteSegments({ ...ID, partition }, 1)),
+  );
+  assert.equal(most, 1, "two DeleteSegments reached the broker at once");
+  assert.deepEqual(results.map((r) => r.status), [
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+    "fulfilled",
+  ]);
+  assert.equal(calls.filter((c) => c.startsWith("DELETE")).length, 4, "a failure stops no other");
+});
