@@ -1,4 +1,4 @@
-// Unmodified Iggy SDK clients that speak Iggy's TCP binary protocol, run from Deno: the Rust
+// Unmodified Iggy SDK clients that speak Iggy's TCP binary protocol (and its HTTP API), run from Deno: the Rust
 // `iggy` crate (test/sdk), the Python `apache-iggy` package (test/clients/python/read.py) and the
 // Java `org.apache.iggy:iggy` SDK (test/clients/java). Each reads a partition in one of the same
 // modes and prints one JSON line per message and a summary line; this driver builds or installs
@@ -71,7 +71,7 @@ export interface ClientReadOptions {
   kind: ClientKind;
   /** The Iggy server version behind `server`: picks the SDK build that speaks its protocol. */
   broker: IggyVersion;
-  /** `host:port` for TCP (a test server's `tcpAddress`); the base URL for HTTP (Rust only). */
+  /** `host:port` for TCP (a test server's `tcpAddress`); the base URL for HTTP. */
   server: string;
   /** @default "tcp" */
   transport?: "tcp" | "http";

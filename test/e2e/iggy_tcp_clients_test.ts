@@ -8,8 +8,8 @@
 // a consumer group, the second joining mid-read, read every message once between them, the
 // group's stored offsets ending at each partition's last offset; a member leaving mid-read leaves
 // nothing skipped or read twice (0.8 hands its partition back to the other member at once; 0.9
-// does not within the read, straight to the broker too). The Rust client reads the same
-// over HTTP through the Iggy HTTP listener by name. tierd's metrics show the evicted offsets were
+// does not within the read, straight to the broker too). Each client reads the same over HTTP
+// through the Iggy HTTP listener (no SDK joins a group over HTTP), streams and topics by name. tierd's metrics show the evicted offsets were
 // answered from the bucket. Without the servers the suite says why and is ignored (a failure
 // under CI=true); a client whose toolchain is missing is skipped the same way, and one whose SDK
 // cannot speak a server's protocol (Java on 0.9) is named and left out.
@@ -137,9 +137,13 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
       brokerFirst.every((f, p) => f > sent[p][100].offset),
       `the broker's first offsets are ${brokerFirst}: offset 100 and below are tierd's alone`,
     );
-    const fromBucket = async () => {
+    /** Polls a listener answered from the bucket, by its metrics. */
+    const fromBucket = async (listener: "tcp" | "http" = "tcp") => {
       const text = await (await fetch(`${agent.baseUrl}/metrics`)).text();
-      const m = /tierd_iggy_polls_total\{listener="tcp",source="tierd"\} (\d+)/.exec(text);
+      const m = new RegExp(
+        `tierd_iggy_polls_total\\{listener="${listener}",source="tierd"\\} (\\d+)`,
+      )
+        .exec(text);
       return Number(m?.[1] ?? 0);
     };
     const base = {
@@ -204,6 +208,44 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
           "evicted offsets were answered from the bucket",
         );
       });
+
+      await step(
+        `${kind} (${sdk}) over HTTP through the Iggy HTTP listener: offset, first, timestamp ` +
+          `and next, by name and by id`,
+        async () => {
+          const before = await fromBucket("http");
+          const http = { transport: "http" as const, server: `http://${httpFront}` };
+          // Partition 1 for `next`: apache-iggy 0.8.0's consumer 0 already read partition 0.
+          const consumer = kind === "python" && version === "0.8.0" ? "0" : `next-http-${kind}`;
+          const [offset, first, timestamp, next] = await Promise.all([
+            readWithClient({ ...named, ...http, kind, mode: "offset", offset: 0n, batch: 50 }),
+            readWithClient({ ...base, ...http, kind, mode: "first", partition: 1, batch: 50 }),
+            readWithClient({ ...named, ...http, kind, mode: "timestamp", timestamp: at }),
+            readWithClient({
+              ...named,
+              ...http,
+              kind,
+              mode: "next",
+              consumer,
+              partition: 1,
+              end: last(1),
+              batch: 25,
+            }),
+          ]);
+          for (const read of [offset, first, timestamp, next]) {
+            assert.equal(read.summary.transport, "http", `${read.summary.mode} ran over HTTP`);
+          }
+          check(offset, sent[0], "partition 0 from offset 0 over HTTP by name");
+          check(first, sent[1], "first of partition 1 over HTTP by id");
+          check(timestamp, sent[0].filter((m) => m.offset >= atStart), `timestamp ${at} by name`);
+          check(next, sent[1], `next as consumer ${consumer} over HTTP by name`);
+          await assertStored({ consumer }, 1, [next]);
+          assert.ok(
+            await fromBucket("http") >= before + 4,
+            "evicted offsets were answered from the bucket by the HTTP listener",
+          );
+        },
+      );
 
       await step(
         `${kind} (${sdk}): a consumer group of two, the second joining mid-read`,
@@ -322,23 +364,6 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
         assert.ok(err instanceof IggyClientError, "the poll is refused");
         assert.equal(await fromBucket(), before, "nothing was answered from the bucket");
       });
-
-      await step(
-        "rust over HTTP through the Iggy HTTP listener, stream and topic by name",
-        async () => {
-          const read = await readWithClient({
-            ...named,
-            kind: "rust",
-            transport: "http",
-            server: `http://${httpFront}`,
-            mode: "offset",
-            offset: 0n,
-            partition: 1,
-            batch: 50,
-          });
-          check(read, sent[1], "partition 1 from offset 0 over HTTP by name");
-        },
-      );
     }
   } catch (err) {
     failed = true;

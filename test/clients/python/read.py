@@ -1,8 +1,9 @@
-"""Reads an Iggy partition with the unmodified `apache-iggy` Python SDK over TCP, for tierd's e2e
+"""Reads an Iggy partition with the unmodified `apache-iggy` Python SDK over TCP or HTTP, for tierd's e2e
 suite: the same modes, options and output as test/sdk (the Rust client) and test/clients/java.
 
 Run with the venv of the server's generation (scripts/install-python-clients.sh):
   py-iggy-0.8.0/bin/python read.py --server 127.0.0.1:8090 --stream S --topic T --mode offset ...
+  py-iggy-0.9.0/bin/python read.py --transport http --server http://127.0.0.1:3000 ...
 
 Modes (--mode):
   offset, first, timestamp  the first poll with that strategy, then `Offset(last + 1)`, no commit
@@ -39,8 +40,10 @@ def identifier(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--transport", default="tcp", choices=["tcp"])
-    p.add_argument("--server", required=True, help="host:port of the TCP listener")
+    p.add_argument("--transport", default="tcp", choices=["tcp", "http"])
+    p.add_argument(
+        "--server", required=True, help="host:port of the TCP listener; the base URL for HTTP"
+    )
     p.add_argument("--username", default="iggy")
     p.add_argument("--password", default="iggy")
     p.add_argument("--stream", required=True)
@@ -161,13 +164,29 @@ async def read_group(client, o, tally):
         tally["stored"][str(p)] = consumer.get_last_stored_offset(p)
 
 
+def make_client(o):
+    """The SDK's client for --transport: its TCP client, or its HTTP client for the base URL."""
+    if o.transport == "tcp":
+        return iggy.IggyClient(o.server)
+    if hasattr(iggy, "HttpConfig"):  # 0.9
+        return iggy.IggyClient(iggy.HttpConfig(api_url=o.server))
+    # 0.8 builds an HTTP client only from a connection string, which carries credentials
+    # (it logs in with them on connect; the login below is then a second, harmless one).
+    address = o.server.removeprefix("http://").rstrip("/")
+    return iggy.IggyClient.from_connection_string(
+        f"iggy+http://{o.username}:{o.password}@{address}"
+    )
+
+
 async def main(argv):
     o = parse_args(argv)
     if o.mode == "next" and o.end is None:
         raise SystemExit("read.py: --mode next needs --end")
     if o.mode == "group" and not o.group:
         raise SystemExit("read.py: --mode group needs --group")
-    client = iggy.IggyClient(o.server)
+    if o.mode == "group" and o.transport == "http":
+        raise SystemExit("read.py: consumer groups need TCP (no Iggy SDK joins a group over HTTP)")
+    client = make_client(o)
     await client.connect()
     await client.login_user(o.username, o.password)
     tally = {"messages": 0, "polls": 0, "partitions": set(), "stored": {}}

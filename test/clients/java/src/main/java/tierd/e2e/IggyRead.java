@@ -1,9 +1,10 @@
 // Reads an Iggy partition with the unmodified Apache Iggy Java SDK (org.apache.iggy:iggy 0.8.0,
-// its blocking TCP client) for tierd's e2e suite: the same modes, options and output as
-// test/sdk/src/main.rs (the Rust client, whose header documents them) and
-// test/clients/python/read.py.
+// its blocking TCP client, or its blocking HTTP client with --transport http) for tierd's e2e
+// suite: the same modes, options and output as test/sdk/src/main.rs (the Rust client, whose
+// header documents them) and test/clients/python/read.py.
 //
 //   java -jar iggy-read.jar --server 127.0.0.1:8090 --stream S --topic T --mode offset ...
+//   java -jar iggy-read.jar --transport http --server http://127.0.0.1:3000 ...
 //
 // Modes: offset, first and timestamp poll with that strategy first, then offset(last + 1), no
 // commit; next polls PollingStrategy.next() with auto-commit as consumer --consumer; group
@@ -23,6 +24,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.io.Closeable;
+import org.apache.iggy.client.blocking.IggyBaseClient;
+import org.apache.iggy.client.blocking.http.IggyHttpClient;
 import org.apache.iggy.client.blocking.tcp.IggyTcpClient;
 import org.apache.iggy.consumergroup.Consumer;
 import org.apache.iggy.consumeroffset.ConsumerOffsetInfo;
@@ -39,7 +43,7 @@ public final class IggyRead {
     private static final String SDK = "org.apache.iggy:iggy 0.8.0";
 
     private final Map<String, String> options;
-    private final IggyTcpClient client;
+    private final IggyBaseClient client;
     private final StreamId stream;
     private final TopicId topic;
     private final long partition;
@@ -52,9 +56,12 @@ public final class IggyRead {
     private long polls;
     private final TreeSet<Long> partitions = new TreeSet<>();
 
-    private IggyRead(Map<String, String> options, IggyTcpClient client) {
+    private final String transport;
+
+    private IggyRead(Map<String, String> options, IggyBaseClient client) {
         this.options = options;
         this.client = client;
+        this.transport = options.getOrDefault("transport", "tcp");
         String s = need("stream");
         String t = need("topic");
         this.stream = isNumber(s) ? StreamId.of(Long.parseLong(s)) : StreamId.of(s);
@@ -78,21 +85,33 @@ public final class IggyRead {
         Map<String, String> options = parse(args);
         String server = options.get("server");
         if (server == null || !server.contains(":")) {
-            throw new IllegalArgumentException("--server host:port is required");
+            throw new IllegalArgumentException("--server host:port (or an HTTP base URL) is required");
         }
-        if (!options.getOrDefault("transport", "tcp").equals("tcp")) {
-            throw new IllegalArgumentException("--transport: only tcp");
+        String username = options.getOrDefault("username", "iggy");
+        String password = options.getOrDefault("password", "iggy");
+        String transport = options.getOrDefault("transport", "tcp");
+        IggyBaseClient client;
+        switch (transport) {
+            case "tcp" -> {
+                int colon = server.lastIndexOf(':');
+                client = IggyTcpClient.builder()
+                        .host(server.substring(0, colon))
+                        .port(Integer.parseInt(server.substring(colon + 1)))
+                        .credentials(username, password)
+                        .buildAndLogin();
+            }
+            case "http" -> {
+                if (options.getOrDefault("mode", "").equals("group")) {
+                    throw new IllegalArgumentException("--mode group needs TCP: no Iggy SDK joins a group over HTTP");
+                }
+                client = IggyHttpClient.builder().url(server).credentials(username, password).buildAndLogin();
+            }
+            default -> throw new IllegalArgumentException("--transport " + transport + ": tcp or http");
         }
-        int colon = server.lastIndexOf(':');
-        IggyTcpClient client = IggyTcpClient.builder()
-                .host(server.substring(0, colon))
-                .port(Integer.parseInt(server.substring(colon + 1)))
-                .credentials(options.getOrDefault("username", "iggy"), options.getOrDefault("password", "iggy"))
-                .buildAndLogin();
         try {
             new IggyRead(options, client).run();
         } finally {
-            client.close();
+            ((Closeable) client).close();
         }
         System.out.flush();
         // Netty's event-loop threads would keep the JVM up a little longer.
@@ -141,7 +160,7 @@ public final class IggyRead {
         }
         List<String> storedJson = new ArrayList<>();
         stored.forEach((p, o) -> storedJson.add("\"" + p + "\":" + o));
-        System.out.println("{\"type\":\"summary\",\"client\":\"java\",\"sdk\":\"" + SDK + "\",\"transport\":\"tcp\","
+        System.out.println("{\"type\":\"summary\",\"client\":\"java\",\"sdk\":\"" + SDK + "\",\"transport\":\"" + transport + "\","
                 + "\"mode\":\"" + mode + "\",\"messages\":" + messages + ",\"polls\":" + polls
                 + ",\"partitions\":" + partitions.toString().replace(" ", "")
                 + ",\"stored\":{" + String.join(",", storedJson) + "}}");
