@@ -2,8 +2,9 @@
 // Deno: the Rust `iggy` crate (test/sdk), the Python `apache-iggy` package
 // (test/clients/python/read.py) and the Java `org.apache.iggy:iggy` SDK (test/clients/java).
 // Each reads a partition in one of the same modes and prints one JSON line per message and a
-// summary line; this driver builds or installs the client once (scripts/build-sdk-client.sh, install-python-clients.sh, build-java-client.sh),
-// runs it against an address, and parses what it printed.
+// summary line; this driver builds or installs the client once (scripts/build-sdk-client.sh,
+// install-python-clients.sh, build-java-client.sh), runs it against an address, and parses what
+// it printed.
 import { join } from "node:path";
 import { isExecutable, onPath } from "../fixtures/_server.ts";
 import { ROOT } from "../fixtures/_agent.ts";
