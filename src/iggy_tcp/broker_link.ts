@@ -37,11 +37,36 @@ export class BrokerLinkClosed extends Error {
   }
 }
 
+/**
+ * How an answer may be passed to the client as it arrives, instead of whole: once its first
+ * `headBytes` bytes (or all of it, when shorter) are in, `check` decides; passed bytes go to
+ * `sink` in the order they came, each chunk as the socket gave it.
+ */
+export interface PassOn {
+  headBytes: number;
+  check(head: Uint8Array): boolean;
+  sink(chunk: Uint8Array): void;
+}
+
+/** An answer passed on ({@link PassOn}): its size; or, refused by the check, the whole frame. */
+export type Passed<F extends BrokerFraming> = { passed: number } | { frame: FrameOf<F> };
+
+interface Waiter<F extends BrokerFraming> {
+  resolve(answer: FrameOf<F> | Passed<F>): void;
+  reject(err: Error): void;
+  /** Set for a pass-on request until its check refuses it. */
+  pass?: PassOn;
+}
+
 /** A connection to the broker. */
 export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
   readonly #socket: net.Socket;
   readonly #reader: FrameReader<F>;
-  readonly #waiting: { resolve(f: FrameOf<F>): void; reject(e: Error): void }[] = [];
+  readonly #waiting: Waiter<F>[] = [];
+  /** The answer being passed on: bytes still to come, and where they go. */
+  #passing:
+    | { left: number; sink(chunk: Uint8Array): void; done(): void; reject(err: Error): void }
+    | undefined;
   #closed: Error | undefined;
   readonly #onClose: ((err: Error) => void)[] = [];
 
@@ -49,9 +74,8 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
     this.#socket = socket;
     this.#reader = new FrameReader(framing, { maxFrameSize: maxFrameBytes });
     socket.on("data", (chunk: Uint8Array) => {
-      let frames: FrameOf<F>[];
       try {
-        frames = [...this.#reader.frames(chunk)];
+        this.#receive(chunk);
       } catch (err) {
         this.#fail(
           new BrokerLinkClosed(
@@ -59,15 +83,6 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
             true,
           ),
         );
-        return;
-      }
-      for (const f of frames) {
-        const w = this.#waiting.shift();
-        if (!w) {
-          this.#fail(new BrokerLinkClosed("the broker answered a request nobody made", true));
-          return;
-        }
-        w.resolve(f);
       }
     });
     socket.on(
@@ -75,6 +90,53 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
       (err) => this.#fail(new BrokerLinkClosed(`broker connection: ${err.message}`)),
     );
     socket.on("close", () => this.#fail(new BrokerLinkClosed("the broker closed the connection")));
+  }
+
+  /** Takes one socket read: the rest of an answer being passed on, then whole frames. */
+  #receive(chunk: Uint8Array): void {
+    const passing = this.#passing;
+    if (passing) {
+      const n = Math.min(passing.left, chunk.length);
+      passing.sink(n === chunk.length ? chunk : chunk.subarray(0, n));
+      passing.left -= n;
+      if (passing.left > 0) return;
+      this.#passing = undefined;
+      passing.done();
+      chunk = chunk.subarray(n);
+    }
+    this.#reader.push(chunk);
+    while (!this.#closed) {
+      const w = this.#waiting[0];
+      if (w?.pass) {
+        const head = this.#reader.head(w.pass.headBytes);
+        if (!head) return;
+        if (w.pass.check(head.bytes)) {
+          this.#waiting.shift();
+          const { sink } = w.pass;
+          let left = head.size;
+          for (const part of this.#reader.drain(left)) {
+            sink(part);
+            left -= part.length;
+          }
+          const done = () => w.resolve({ passed: head.size });
+          if (left > 0) {
+            this.#passing = { left, sink, done, reject: w.reject };
+            return;
+          }
+          done();
+          continue;
+        }
+        w.pass = undefined; // refused: the whole frame is its answer
+      }
+      const frame = this.#reader.next();
+      if (!frame) return;
+      if (!w) {
+        this.#fail(new BrokerLinkClosed("the broker answered a request nobody made", true));
+        return;
+      }
+      this.#waiting.shift();
+      w.resolve(frame);
+    }
   }
 
   /**
@@ -108,9 +170,37 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
   request(frame: Uint8Array): Promise<FrameOf<F>> {
     if (this.#closed) return Promise.reject(this.#closed);
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
+      this.#waiting.push({ resolve: resolve as Waiter<F>["resolve"], reject });
       this.#socket.write(frame);
     });
+  }
+
+  /**
+   * Sends one whole request frame and passes the broker's answer on as it arrives, when `pass`
+   * accepts its head; otherwise resolves with the whole answer, nothing passed.
+   * @throws {BrokerLinkClosed} when the connection ends first (part may have been passed)
+   */
+  requestPassing(frame: Uint8Array, pass: PassOn): Promise<Passed<F>> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({
+        resolve: (answer) =>
+          resolve("passed" in answer || "frame" in answer ? answer : { frame: answer }),
+        reject,
+        pass,
+      });
+      this.#socket.write(frame);
+    });
+  }
+
+  /** Stops reading the broker's answers (the client is not taking them fast enough). */
+  pause(): void {
+    this.#socket.pause();
+  }
+
+  /** Reads the broker's answers again after {@link pause}. */
+  resume(): void {
+    this.#socket.resume();
   }
 
   /** Closes the connection; pending requests fail. */
@@ -122,6 +212,8 @@ export class BrokerLink<F extends BrokerFraming = "response-0.8"> {
     if (this.#closed) return;
     this.#closed = err;
     this.#socket.destroy();
+    this.#passing?.reject(err);
+    this.#passing = undefined;
     for (const w of this.#waiting.splice(0)) w.reject(err);
     for (const fn of this.#onClose.splice(0)) fn(err);
   }

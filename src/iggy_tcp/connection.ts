@@ -12,7 +12,9 @@
 //
 // A broken frame from the client closes this connection only; the broker going away closes it
 // the way the broker would (the client sees its connection end). At most one frame is served at
-// a time per connection (reading pauses meanwhile), and no frame may exceed `maxFrameBytes`.
+// a time per connection; frames sent ahead wait up to 1 MiB (then the client is not read until
+// they are served), no frame may exceed `maxFrameBytes`, and the broker's answers are passed to
+// the client as they arrive, the broker's connection unread while the client lags.
 import type net from "node:net";
 import type { Logger } from "../log.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
@@ -21,10 +23,13 @@ import {
   type BrokerFraming,
   BrokerLink,
   BrokerLinkClosed,
+  type Passed,
 } from "./broker_link.ts";
 import {
+  answerCheckBytes,
   BrokerStatus,
   type BrokerVersion,
+  type Forwarded,
   servePoll,
   type TcpPollDeps,
   type TcpSession,
@@ -149,6 +154,26 @@ interface Dialect<C extends Framing, B extends BrokerFraming> {
 interface ConnectionState {
   key: string;
   probes: TcpSession["probes"];
+  /** Writes bytes of the broker's answers to the client as they arrive. */
+  sink(chunk: Uint8Array): void;
+}
+
+const ALWAYS = () => true;
+
+/** Forwards `frame`, its answer passed to the client as it arrives (when `check` accepts it). */
+async function passOn<B extends BrokerFraming>(
+  link: BrokerLink<B>,
+  conn: ConnectionState,
+  frame: Uint8Array,
+  version: BrokerVersion,
+  check?: (head: Uint8Array) => boolean,
+): Promise<Forwarded> {
+  const answer: Passed<B> = await link.requestPassing(frame, {
+    headBytes: check ? answerCheckBytes(version) : 0,
+    check: check ?? ALWAYS,
+    sink: conn.sink,
+  });
+  return "passed" in answer ? { sent: answer.passed } : { frame: answer.frame.bytes };
 }
 
 const DIALECT_08: Dialect<"request-0.8", "response-0.8"> = {
@@ -165,7 +190,7 @@ const DIALECT_08: Dialect<"request-0.8", "response-0.8"> = {
       if (answer.status !== 0) throw new BrokerStatus(answer.status, answer.bytes, what);
       return answer.payload;
     },
-    forward: async () => (await link.request(frame.bytes)).bytes,
+    forward: (check) => passOn(link, conn, frame.bytes, "iggy-0.8", check),
     answer: (payload) => encodeResponse08(0, payload),
   }),
   failure: (_frame, status) => encodeResponse08(status),
@@ -207,7 +232,7 @@ const DIALECT_09: Dialect<"vsr-0.9", "vsr-0.9"> = {
         }
         return answer.payload;
       },
-      forward: async () => (await link.request(frame.bytes)).bytes,
+      forward: (check) => passOn(link, conn, frame.bytes, "iggy-0.9", check),
       answer(payload) {
         const header = pollReply ?? encodeVsrReply(request).subarray(0, VSR_HEADER_SIZE);
         const out = new Uint8Array(VSR_HEADER_SIZE + payload.length);
@@ -240,10 +265,24 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
       }),
   );
   if (!link) return;
-  const conn: ConnectionState = { key: `tcp-${++sequence}`, probes: new Map() };
+  // The broker's answers go to the client as they arrive; when the client falls behind, the
+  // broker's connection stops being read until the client has taken what it was given.
+  let backedUp = false;
+  const sink = (chunk: Uint8Array) => {
+    if (client.write(chunk) || backedUp) return;
+    backedUp = true;
+    link.pause();
+    client.once("drain", () => {
+      backedUp = false;
+      link.resume();
+    });
+  };
+  const conn: ConnectionState = { key: `tcp-${++sequence}`, probes: new Map(), sink };
   const reader = new FrameReader(dialect.clientFraming, { maxFrameSize: deps.maxFrameBytes });
   const queue: FrameOf<C>[] = [];
+  let queuedBytes = 0;
   let serving = false;
+  let paused = false;
   let readEvicted = false;
   let done!: () => void;
   const ended = new Promise<void>((resolve) => done = resolve);
@@ -275,10 +314,10 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
     deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_broker" }, frame.bytes.length);
     const code = dialect.codeOf(frame);
     if (code !== COMMAND.POLL_MESSAGES) {
-      const answer = await link.request(frame.bytes);
+      const answer = await passOn(link, conn, frame.bytes, dialect.version);
       deps.metrics.iggyForwarded.inc({ listener: "tcp", command: commandLabel(code) });
-      deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, answer.bytes.length);
-      client.write(answer.bytes);
+      const bytes = "sent" in answer ? answer.sent : answer.frame.length;
+      deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, bytes);
       return;
     }
     const session = dialect.session(frame, link, conn);
@@ -290,7 +329,7 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
       if (err instanceof WireError) {
         // A poll tierd cannot read is the broker's to judge: its own answer, not a guess.
         deps.logger.debug("iggy tcp: a poll tierd cannot read went to the broker", { peer, err });
-        client.write(await session.forward());
+        await session.forward();
         return;
       }
       if (err instanceof BrokerStatus) {
@@ -314,7 +353,7 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
     const source = result.fromTierd ? "tierd" : "broker";
     deps.metrics.iggyPolls.inc({ listener: "tcp", source });
     deps.metrics.iggyPollDuration.observe({ listener: "tcp", source }, seconds);
-    deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, result.frame.length);
+    deps.metrics.iggyBytes.inc({ listener: "tcp", direction: "to_client" }, result.bytes);
     if (result.fromTierd && !readEvicted) {
       readEvicted = true;
       deps.logger.info("iggy tcp: a client session reads evicted data through tierd", {
@@ -322,15 +361,19 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
         version: dialect.version,
       });
     }
-    client.write(result.frame, () => result.release());
+    if (result.frame) client.write(result.frame, () => result.release());
+    else result.release();
   };
 
   const pump = async () => {
     if (serving) return;
     serving = true;
-    client.pause();
     try {
-      while (queue.length > 0) await serveOne(queue.shift()!);
+      while (queue.length > 0) {
+        const frame = queue.shift()!;
+        queuedBytes -= frame.bytes.length;
+        await serveOne(frame);
+      }
     } catch (err) {
       if (!(err instanceof BrokerLinkClosed)) {
         deps.logger.warn("iggy tcp: connection closed after an error", { peer, err });
@@ -340,12 +383,18 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
     } finally {
       serving = false;
     }
-    client.resume();
+    if (paused) {
+      paused = false;
+      client.resume();
+    }
   };
 
   const take = (chunk: Uint8Array) => {
     try {
-      for (const f of reader.frames(chunk)) queue.push(f);
+      for (const f of reader.frames(chunk)) {
+        queue.push(f);
+        queuedBytes += f.bytes.length;
+      }
     } catch (err) {
       deps.metrics.iggyErrors.inc({ listener: "tcp", kind: "client_frame" });
       deps.logger.warn("iggy tcp: a client sent a broken frame; its connection is closed", {
@@ -356,11 +405,21 @@ async function serveFrames<C extends Framing, B extends BrokerFraming>(
       return;
     }
     void pump();
+    // Frames sent ahead of their answers wait, up to a bound; past it the client is not read
+    // until they are served (never while nothing is being served: a large frame's rest must come).
+    if (serving && !paused && queuedBytes + reader.buffered > QUEUED_BYTES) {
+      paused = true;
+      client.pause();
+    }
   };
   client.on("data", take);
   take(first);
+  if (!paused) client.resume(); // paused while the protocol was told
   await ended;
 }
+
+/** Bytes of client frames waiting to be served past which the client is not read. */
+const QUEUED_BYTES = 1 << 20;
 
 /** A command's label for metrics: known codes by number, the rest as "other". */
 function commandLabel(code: number | undefined): string {

@@ -96,15 +96,32 @@ export interface TcpSession {
    * @throws {BrokerStatus} when the broker refuses it
    */
   call(code: number, payload: Uint8Array, what: string): Promise<Uint8Array>;
-  /** Forwards the client's poll frame unchanged; resolves with the broker's answer frame. */
-  forward(): Promise<Uint8Array>;
+  /**
+   * Forwards the client's poll frame unchanged. The broker's answer is passed to the client as
+   * it arrives — always, or when `check` accepts its first {@link answerCheckBytes} bytes (all of
+   * it when shorter); a refused answer comes back whole and nothing is sent.
+   */
+  forward(check?: (head: Uint8Array) => boolean): Promise<Forwarded>;
   /** A success answer to the client's poll, carrying `payload`. */
   answer(payload: Uint8Array): Uint8Array;
 }
 
-/** The answer to send the client: a whole response frame. */
+/** A forwarded frame's answer: passed to the client (its size), or refused and kept whole. */
+export type Forwarded = { sent: number } | { frame: Uint8Array };
+
+/** How much of the broker's answer to a poll {@link brokerHad} reads. */
+export function answerCheckBytes(version: BrokerVersion): number {
+  return version === "iggy-0.8"
+    ? 8 + POLL_HEAD_SIZE + 32
+    : VSR_HEADER_SIZE + POLL_HEAD_SIZE + BATCH_HEADER_SIZE + 28;
+}
+
+/** The answer to a poll. */
 export interface TcpPollResult {
-  frame: Uint8Array;
+  /** The whole response frame to send the client; absent when the broker's was passed on. */
+  frame?: Uint8Array;
+  /** Bytes of the answer (sent, or to send). */
+  bytes: number;
   /** True when tierd answered (some of) it from the bucket. */
   fromTierd: boolean;
   /** Gives the read memory back once the frame is written. */
@@ -291,11 +308,9 @@ export async function servePoll(
   session: TcpSession,
   req: PollMessagesRequest,
 ): Promise<TcpPollResult> {
-  const forward = async (): Promise<TcpPollResult> => ({
-    frame: await session.forward(),
-    fromTierd: false,
-    release: NOTHING,
-  });
+  const forward = async () => forwarded(await session.forward());
+  // An offset poll's answer is the broker's to give when it starts where asked (brokerHad).
+  const hadIt = (head: Uint8Array) => brokerHad(session.version, head, req.strategy.value);
   if (req.count === 0) return forward();
   const ask: PollAsk = {
     kind: req.strategy.kind,
@@ -332,10 +347,8 @@ export async function servePoll(
     const id = { ...ids, partition };
     const local = deps.hints.firstLocal(id, deps.monotonic());
     if (local !== undefined && req.strategy.value >= local) {
-      const frame = await session.forward();
-      if (brokerHad(session.version, frame, req.strategy.value)) {
-        return { frame, fromTierd: false, release: NOTHING };
-      }
+      const answer = await session.forward(hadIt);
+      if ("sent" in answer) return forwarded(answer);
       deps.hints.forget(id);
     }
   }
@@ -373,14 +386,12 @@ export async function servePoll(
   try {
     answer = await planPoll(deps, side, { ...ask, checked }, id);
     if (!answer && checked) {
-      const frame = await session.forward();
-      if (brokerHad(session.version, frame, req.strategy.value)) {
-        return { frame, fromTierd: false, release: NOTHING };
-      }
+      const brokers = await session.forward(hadIt);
+      if ("sent" in brokers) return forwarded(brokers);
       // The broker dropped the offset since the plan: tierd answers what it has copied.
       deps.hints?.forget(id);
       answer = await planPoll(deps, side, ask, id);
-      if (!answer) return { frame, fromTierd: false, release: NOTHING };
+      if (!answer) return forwarded(brokers);
     }
   } catch (err) {
     if (!(group && err instanceof BrokerStatus)) throw err;
@@ -418,7 +429,8 @@ export async function servePoll(
       currentOffset: answer.current,
     }, answer.tierd);
     const payload = answer.broker ? splicePolled(ours, answer.broker.answer) : ours;
-    return { frame: session.answer(payload), fromTierd: true, release: answer.release };
+    const frame = session.answer(payload);
+    return { frame, bytes: frame.length, fromTierd: true, release: answer.release };
   } catch (err) {
     answer.release();
     throw err;
@@ -426,7 +438,8 @@ export async function servePoll(
 }
 
 /**
- * True when the broker's answer `frame` to an offset poll from `offset` is the broker's to give:
+ * True when the broker's answer `frame` (or its first {@link answerCheckBytes} bytes) to an
+ * offset poll from `offset` is the broker's to give:
  * a refusal, messages from `offset` on, or none because `offset` is past its end. False when it
  * answered from a later offset, or nothing for an offset it should have (it dropped them).
  */
@@ -474,5 +487,12 @@ function firstPolled(version: BrokerVersion, payload: Uint8Array) {
 const VSR_STATUS_OFFSET = 216;
 
 function forwardAnswer(session: TcpSession, payload: Uint8Array): TcpPollResult {
-  return { frame: session.answer(payload), fromTierd: false, release: NOTHING };
+  return forwarded({ frame: session.answer(payload) });
+}
+
+/** The broker's answer as the poll's: passed on already, or whole to send. */
+function forwarded(answer: Forwarded): TcpPollResult {
+  return "sent" in answer
+    ? { bytes: answer.sent, fromTierd: false, release: NOTHING }
+    : { frame: answer.frame, bytes: answer.frame.length, fromTierd: false, release: NOTHING };
 }

@@ -767,6 +767,17 @@ export class FrameReader<F extends Framing> {
    *   when its length is smaller than its own header
    */
   next(): FrameOf<F> | undefined {
+    const size = this.head(0)?.size;
+    if (size === undefined || this.#buffered < size) return undefined;
+    return this.#frame(this.#take(size));
+  }
+
+  /**
+   * The size of the next frame and its first `n` bytes (all of it when it is shorter), without
+   * consuming them; undefined until that much has come.
+   * @throws {WireError} as {@link next} does
+   */
+  head(n: number): { size: number; bytes: Uint8Array } | undefined {
     const prefix = SIZE_PREFIX[this.framing];
     if (this.#buffered < prefix) return undefined;
     const size = this.#frameSize(this.#peek(prefix));
@@ -777,8 +788,32 @@ export class FrameReader<F extends Framing> {
           `maximum of ${this.#max}`,
       );
     }
-    if (this.#buffered < size) return undefined;
-    return this.#frame(this.#take(size));
+    const want = Math.min(n, size);
+    if (this.#buffered < want) return undefined;
+    return { size, bytes: this.#peek(want) };
+  }
+
+  /**
+   * Consumes up to `n` buffered bytes as they came (views of the pushed chunks, no copy): the
+   * start of a frame passed on as it arrives, its rest following in later chunks.
+   */
+  drain(n: number): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    let left = Math.min(n, this.#buffered);
+    this.#buffered -= left;
+    this.#position += left;
+    while (left > 0) {
+      const first = this.#chunks[0];
+      const part = Math.min(first.length - this.#head, left);
+      out.push(first.subarray(this.#head, this.#head + part));
+      left -= part;
+      this.#head += part;
+      if (this.#head === first.length) {
+        this.#chunks.shift();
+        this.#head = 0;
+      }
+    }
+    return out;
   }
 
   /** Pushes `chunk` and yields every frame now whole. */

@@ -19,7 +19,12 @@ import {
   polledPayload09,
   sliceRecord09,
 } from "../../src/iggy_tcp/polled_09.ts";
-import { BrokerStatus, servePoll, type TcpSession } from "../../src/iggy_tcp/poll.ts";
+import {
+  answerCheckBytes,
+  BrokerStatus,
+  servePoll,
+  type TcpSession,
+} from "../../src/iggy_tcp/poll.ts";
 import { LocalHints } from "../../src/iggy_front/plan.ts";
 import { isTransient, statusOf } from "../../src/iggy_tcp/status.ts";
 import {
@@ -45,6 +50,8 @@ const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "
 interface Calls {
   codes: number[];
   forwarded: number;
+  /** The broker's answers passed on to the client as they came. */
+  sent: Uint8Array[];
   stored: bigint[];
 }
 
@@ -93,7 +100,7 @@ function standIn(
   first: bigint,
   o: { refuse?: number; groupPartition?: number; forwarded?: PollMessagesRequest } = {},
 ): { session: TcpSession; calls: Calls } {
-  const calls: Calls = { codes: [], forwarded: 0, stored: [] };
+  const calls: Calls = { codes: [], forwarded: 0, sent: [], stored: [] };
   const local = s.records.filter((r) => r.firstOffset >= first);
   const current = s.records.at(-1)!.lastOffset;
   const session: TcpSession = {
@@ -133,25 +140,35 @@ function standIn(
       }
       return Promise.reject(new Error(`unexpected command ${code}`));
     },
-    forward() {
+    forward(check) {
       calls.forwarded++;
-      const req = o.forwarded;
-      if (!req || req.strategy.kind !== "offset") return Promise.resolve(new Uint8Array([0xf0]));
-      // The broker's own answer, in its version's frame.
-      const from = req.strategy.value < first ? first : req.strategy.value;
-      const payload = brokerAnswer(format, local, current, from, req.count);
-      if (format === "iggy-0.8") return Promise.resolve(encodeResponse08(0, payload));
-      const asked = encodeVsrRequest({
-        code: COMMAND.POLL_MESSAGES,
-        client: 1n,
-        session: 1n,
-        request: 1n,
-      }, new Uint8Array(0));
-      return Promise.resolve(encodeVsrReply(decodeVsrRequestHeader(asked), { body: payload }));
+      const frame = brokerFrame();
+      // Passed on when the check accepts the answer's head (as the link shows it), else whole.
+      if (check && !check(frame.subarray(0, answerCheckBytes(format)))) {
+        return Promise.resolve({ frame });
+      }
+      calls.sent.push(frame);
+      return Promise.resolve({ sent: frame.length });
     },
     answer: (payload) => payload,
   };
   return { session, calls };
+
+  /** The broker's own answer to the forwarded poll, in its version's frame. */
+  function brokerFrame(): Uint8Array {
+    const req = o.forwarded;
+    if (!req || req.strategy.kind !== "offset") return new Uint8Array([0xf0]);
+    const from = req.strategy.value < first ? first : req.strategy.value;
+    const payload = brokerAnswer(format, local, current, from, req.count);
+    if (format === "iggy-0.8") return encodeResponse08(0, payload);
+    const asked = encodeVsrRequest({
+      code: COMMAND.POLL_MESSAGES,
+      client: 1n,
+      session: 1n,
+      request: 1n,
+    }, new Uint8Array(0));
+    return encodeVsrReply(decodeVsrRequestHeader(asked), { body: payload });
+  }
 }
 
 async function withScenario(
@@ -215,12 +232,20 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
             try {
               const whole = brokerAnswer(format, all, last, from, count);
               if (result.fromTierd) {
-                assert.equal(hex(result.frame), hex(whole), `from ${from}, count ${count}`);
+                assert.equal(hex(result.frame!), hex(whole), `from ${from}, count ${count}`);
+                assert.deepEqual(calls.sent, [], "nothing of the broker's answer was passed on");
               } else {
                 assert.ok(from >= first, `${from} was forwarded, the broker starts at ${first}`);
                 assert.equal(calls.forwarded, 1);
+                assert.equal(result.frame, undefined, "the broker's answer was passed on");
+                assert.equal(calls.sent.length, 1);
+                assert.equal(result.bytes, calls.sent[0].length);
                 const header = format === "iggy-0.8" ? 8 : 256;
-                assert.equal(hex(result.frame.subarray(header)), hex(whole), "the broker's answer");
+                assert.equal(
+                  hex(calls.sent[0].subarray(header)),
+                  hex(whole),
+                  "the broker's answer",
+                );
               }
             } finally {
               result.release();
@@ -242,9 +267,14 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
       const result = await servePoll({ ...deps(s), hints }, session, req);
       try {
         assert.equal(calls.forwarded, 1, "forwarded on the hint first");
+        assert.deepEqual(
+          calls.sent,
+          [],
+          "the broker's answer from a later offset was not passed on",
+        );
         assert.ok(result.fromTierd, "then answered from the bucket");
         const whole = brokerAnswer(format, s.records, s.records.at(-1)!.lastOffset, 0n, 5);
-        assert.equal(hex(result.frame), hex(whole));
+        assert.equal(hex(result.frame!), hex(whole));
       } finally {
         result.release();
       }
