@@ -58,7 +58,8 @@ export interface IggyHttpConfig {
   listen: string;
   /**
    * How long a client token's broker check is reused per partition; the binary front
-   * (`[agent.iggy_tcp]`) reuses a connection's probe and resolved names as long. @default 1 s
+   * (`[agent.iggy_tcp]`) reuses a connection's probe and resolved names as long. At most 60 s: a
+   * revoked permission reads evicted data until it runs out. @default 1 s
    */
   auth_cache_ttl: number;
 }
@@ -578,6 +579,14 @@ function tokenProblem(token: string): string | undefined {
 
 const positive: Bound = { ok: (n) => n > 0, expected: "more than 0" };
 const finite: Bound = { ok: Number.isFinite, expected: 'a finite duration (not "unlimited")' };
+/**
+ * How long a broker's answer about a client's access may be reused: a revoked permission keeps
+ * reading evicted data that long, so never more than a minute.
+ */
+const atMostAMinute: Bound = {
+  ok: (n) => Number.isFinite(n) && n <= 60_000,
+  expected: "a duration of at most 60 s (a revoked permission is honoured within it)",
+};
 const finitePositive: Bound = {
   ok: (n) => Number.isFinite(n) && n > 0,
   expected: 'a finite duration above 0 (not "unlimited")',
@@ -602,7 +611,7 @@ const iggyHttpSchema = z.strictObject({
       return false;
     }
   }, { message: `${LISTEN_EXPECTED}, or "" for off` }).prefault(""),
-  auth_cache_ttl: duration(finite).prefault("1 s"),
+  auth_cache_ttl: duration(atMostAMinute).prefault("1 s"),
 });
 
 const listenOrOff = z.string().refine((s) => {

@@ -12,6 +12,7 @@ import { type Clock, systemClock } from "../../providers/clock.ts";
 import { parseListen } from "../config/listen.ts";
 import type { Logger } from "../log.ts";
 import { openFileLimit } from "../runtime/limits.ts";
+import { MAX_TARGET_BYTES, routeTarget, TargetError } from "./target.ts";
 
 /** Something that answers requests, such as a Hono app. */
 export interface FetchHandler {
@@ -125,9 +126,18 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
       options.logger?.error("http server cannot accept connections; refusing new ones", { err });
     }
   });
-  server.on("clientError", (_err: Error, socket: Socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
-    else socket.destroy();
+  server.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Uint8Array }, socket) => {
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(
+      `HTTP/1.1 ${clientErrorStatus(err)}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+    );
+    // Keep reading what the client is still sending (a long URL), so that closing does not
+    // reset the connection before the client has read the answer.
+    socket.resume();
+    clock.setTimer(2_000, () => socket.destroy(), { unref: true });
   });
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error) => reject(err);
@@ -156,6 +166,57 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
   return running;
 }
 
+/**
+ * The status line for a request the HTTP parser refused: a request head over the parser's limit
+ * is 414 when its request line alone did not end within it (a long URL), else 431; anything else
+ * is 400.
+ */
+export function clientErrorStatus(err: { code?: string; rawPacket?: Uint8Array }): string {
+  if (err.code !== "HPE_HEADER_OVERFLOW") return "400 Bad Request";
+  const raw = err.rawPacket;
+  const lineEnd = raw ? raw.indexOf(0x0a) : -1;
+  return lineEnd < 0 || lineEnd > MAX_TARGET_BYTES
+    ? "414 URI Too Long"
+    : "431 Request Header Fields Too Large";
+}
+
+/** Methods tierd serves (the Iggy listener forwards each of them); others get 405. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/**
+ * Why a request is answered before it reaches the app, if it is: a target that cannot be routed
+ * (src/http/target.ts), a method tierd does not serve, or a GET or HEAD with a body.
+ */
+function refuse(
+  req: http.IncomingMessage,
+): { status: number; code: string; message: string; headers?: Record<string, string> } | undefined {
+  const method = req.method ?? "GET";
+  if (!METHODS.has(method)) {
+    return {
+      status: 405,
+      code: "method_not_allowed",
+      message: `${method} is not served here`,
+      headers: { allow: [...METHODS].join(", ") },
+    };
+  }
+  try {
+    routeTarget(req.url ?? "/");
+  } catch (err) {
+    if (err instanceof TargetError) return err;
+    throw err;
+  }
+  const length = req.headers["content-length"];
+  const chunked = req.headers["transfer-encoding"] !== undefined;
+  if ((method === "GET" || method === "HEAD") && (chunked || (length && length !== "0"))) {
+    return {
+      status: 400,
+      code: "body_not_allowed",
+      message: `a ${method} request carries no body here`,
+    };
+  }
+  return undefined;
+}
+
 /** Turns one node request into a fetch `Request`, runs the app, and streams its answer back. */
 async function answer(
   app: FetchHandler,
@@ -163,18 +224,29 @@ async function answer(
   res: http.ServerResponse,
   logger: Logger | undefined,
 ): Promise<void> {
+  const refusal = refuse(req);
+  if (refusal) {
+    // The connection closes after the answer: an unread body must not be taken for a request.
+    res.writeHead(refusal.status, {
+      "content-type": "application/json",
+      connection: "close",
+      ...refusal.headers,
+    });
+    res.end(JSON.stringify({ error: refusal.code, message: refusal.message }));
+    return;
+  }
   const controller = new AbortController();
   res.once("close", () => controller.abort());
   let response: Response;
   try {
-    const host = req.headers.host ?? "localhost";
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
     }
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    const request = new Request(`http://${host}${req.url ?? "/"}`, {
+    // The route is the request line's alone: the URL's authority is a constant, never Host.
+    const request = new Request(`http://tierd.invalid${routeTarget(req.url ?? "/")}`, {
       method: req.method,
       headers,
       body: hasBody ? Readable.toWeb(req) as ReadableStream<Uint8Array> : undefined,

@@ -476,6 +476,19 @@ Deno.test("rule: seal_quiescence is a finite, non-negative duration", () => {
   );
 });
 
+Deno.test("rule: agent.iggy_http.auth_cache_ttl is at most 60 s (a revoked permission honoured within it)", () => {
+  for (const bad of ["30 d", "61 s", "unlimited"]) {
+    assertRefused(
+      `${BASE}[agent.iggy_http]\nauth_cache_ttl = "${bad}"\n`,
+      "agent.iggy_http.auth_cache_ttl",
+      `"${bad}"`,
+      /at most 60 s/,
+    );
+  }
+  const ok = parseConfig(`${BASE}[agent.iggy_http]\nauth_cache_ttl = "60 s"\n`, SOURCE, {});
+  assert.equal(ok.agent.iggy_http.auth_cache_ttl, 60_000);
+});
+
 Deno.test("rule: listen is host:port", () => {
   for (const bad of ["localhost", "127.0.0.1", "127.0.0.1:99999", "http://x:1"]) {
     assertRefused(`${BASE}listen = "${bad}"\n`, "agent.listen", `"${bad}"`, /host:port/);

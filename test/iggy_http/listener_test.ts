@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { Message } from "../../src/format/types.ts";
 import { createIggyHttp, type IggyHttp } from "../../src/iggy_http/app.ts";
+import { serve } from "../../src/http/serve.ts";
 import type { PolledMessage } from "../../src/iggy_front/remote_read.ts";
 import { messageJson, polledJson } from "../../src/iggy_http/polled_json.ts";
 import { generatePartition, partitionDir } from "../../src/format/generate.ts";
@@ -260,6 +261,37 @@ Deno.test("everything else passes through byte for byte, request bodies streamed
     );
     assert.equal(unknown.status, 404, "a name the broker does not know gets the broker's 404");
     await unknown.body?.cancel();
+  });
+});
+
+Deno.test("the path forwarded to the broker is the request line's, never Host's or an absolute-form authority", async () => {
+  await withListener(async ({ iggy, broker }) => {
+    const server = await serve(iggy, { hostname: "127.0.0.1", port: 0 });
+    try {
+      const send = async (target: string, host: string) => {
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+        try {
+          await conn.write(
+            new TextEncoder().encode(
+              `GET ${target} HTTP/1.1\r\nhost: ${host}\r\nauthorization: ${GOOD}\r\n` +
+                `connection: close\r\n\r\n`,
+            ),
+          );
+          const text = await new Response(conn.readable).text();
+          return Number(text.split(" ")[1]);
+        } catch {
+          return 0;
+        }
+      };
+      broker.calls.length = 0;
+      await send("/healthz", "x/users/1?");
+      await send("http://evil.example/streams", "tierd");
+      await send("http://evil.example", "tierd");
+      assert.equal(await send("/healthz/%2e%2e/users/1", "tierd"), 400);
+      assert.deepEqual(broker.calls.map((c) => c.path), ["/healthz", "/streams", "/"]);
+    } finally {
+      await server.close();
+    }
   });
 });
 
