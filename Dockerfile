@@ -37,7 +37,7 @@ USER ${TIERD_UID}:${TIERD_UID}
 # Config, state (journals, .remote markers, kept index copies) and the chunk cache.
 VOLUME ["/etc/tierd", "/var/lib/tierd", "/var/cache/tierd"]
 # 7070: the HTTP API; 8091: the binary front for Iggy clients, when [agent.iggy_tcp] is on.
-EXPOSE 7070 8091
+EXPOSE 7070 7071 8091
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/tierd-healthcheck"]
 ENTRYPOINT ["/usr/local/bin/tierd"]

@@ -10,7 +10,9 @@ import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { requireHost } from "../config/host.ts";
 import { humanSize } from "../config/units.ts";
-import { createApp } from "../http/app.ts";
+import { createApp, createOpsApp } from "../http/app.ts";
+import { iggyReadGuard, type ReadGuard, tokenReadGuard } from "../http/read_auth.ts";
+import { Upstream } from "../iggy_http/upstream.ts";
 import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
 import { createIggyHttp, type IggyHttp } from "../iggy_http/app.ts";
 import type { IggyTcp } from "../iggy_tcp/front.ts";
@@ -324,12 +326,14 @@ async function runAgent(
       { clock },
     ),
   });
+  const readAuth = readGuardFor(config, clock);
   const app = createApp({
     read,
     registry,
     metrics,
     ready: () => ready,
     apiToken: config.agent.api_token,
+    readGuard: readAuth.guard,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
     agent: agentView({ worker, progress, metrics, cache }),
@@ -344,7 +348,27 @@ async function runAgent(
     clock,
     logger,
   });
-  logger.info("http api listening", { url: serverUrl(server) });
+  logger.info("http api listening", { url: serverUrl(server), read_auth: config.agent.read_auth });
+  if (config.agent.read_auth_insecure && config.agent.read_auth === "none") {
+    logger.warn(
+      "records are served without access control (read_auth = none, read_auth_insecure = true): " +
+        "whoever reaches the API reads every tiered message",
+      { listen: config.agent.listen },
+    );
+  }
+  // Probes and metrics alone, for the kubelet and Prometheus (they stay on the API as well).
+  let ops: RunningServer | undefined;
+  if (config.agent.ops_listen !== "") {
+    ops = await serve(createOpsApp({ read, registry, metrics, ready: () => ready, logger }), {
+      ...listenOptions(config.agent.ops_listen),
+      signal: stop.signal,
+      headerTimeoutMs: config.agent.http_header_timeout,
+      idleTimeoutMs: config.agent.http_idle_timeout,
+      clock,
+      logger,
+    });
+    logger.info("ops listening (probes and metrics)", { url: serverUrl(ops) });
+  }
   // Ready once every partition is open (journal replay, boot reconciliation), not after the
   // first pass, which takes hours with a big backlog; open() runs before the first pass.
   worker.open().then(
@@ -418,11 +442,30 @@ async function runAgent(
     await worker.close();
     await cache.close();
     await server.close();
+    await ops?.close();
+    readAuth.close();
     await tcpFront?.close();
     await iggy?.server.close();
     iggy?.handler.close();
     systemd?.close();
     logger.info("stopped");
+  }
+}
+
+/** The records route's guard for `agent.read_auth` (none for `none`), and what it holds. */
+function readGuardFor(config: Config, clock: Clock): { guard?: ReadGuard; close(): void } {
+  switch (config.agent.read_auth) {
+    case "token":
+      return { guard: tokenReadGuard(config.agent.read_token), close: () => {} };
+    case "iggy": {
+      const upstream = new Upstream(config.agent.broker.http_url);
+      return {
+        guard: iggyReadGuard(upstream, config.agent.iggy_http.auth_cache_ttl, clock),
+        close: () => upstream.close(),
+      };
+    }
+    case "none":
+      return { close: () => {} };
   }
 }
 

@@ -2,6 +2,7 @@
 // required fields, cache sizing, eviction route, duplicate topics, tierd's directories kept out of
 // the broker's, and kept apart from each other. Single-key checks are in the schema; these run on
 // a config that already parsed, with its paths absolute.
+import { parseListen } from "./listen.ts";
 import { isAbsolute, relative } from "node:path";
 import type { Config } from "./schema.ts";
 import { formatSize } from "./units.ts";
@@ -18,6 +19,17 @@ export interface RuleViolation {
 export function within(path: string, dir: string): boolean {
   const r = relative(dir, path);
   return r === "" || (r !== ".." && !r.startsWith("../") && !isAbsolute(r));
+}
+
+/** True when `listen`'s host is a loopback address (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(listen: string): boolean {
+  let host: string;
+  try {
+    host = parseListen(listen).host.toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**
@@ -42,6 +54,25 @@ export function checkRules(config: Config): RuleViolation[] {
         'username and password (env TIERD_BROKER_PASSWORD), or personal_access_token (env TIERD_BROKER_TOKEN), when evict_via = "broker"',
       );
     }
+  }
+
+  const agent = config.agent;
+  if (agent.read_auth === "token" && agent.read_token === "") {
+    need(["agent", "read_token"], 'a token (env TIERD_READ_TOKEN) when read_auth = "token"');
+  }
+  if (agent.read_auth === "iggy" && agent.broker.http_url === "") {
+    need(
+      ["agent", "broker", "http_url"],
+      "the broker's HTTP API URL when read_auth = \"iggy\" (it checks the readers' credentials)",
+    );
+  }
+  if (agent.read_auth === "none" && !agent.read_auth_insecure && !isLoopback(agent.listen)) {
+    need(
+      ["agent", "read_auth"],
+      `"iggy" or "token" when agent.listen (${agent.listen}) is not a loopback address: with ` +
+        '"none" whoever reaches the port reads every tiered message (read_auth_insecure = true ' +
+        "allows it on purpose)",
+    );
   }
 
   if (config.agent.iggy_http.listen !== "" && config.agent.broker.http_url === "") {

@@ -123,6 +123,27 @@ export interface AgentConfig {
    */
   api_token: string;
   /**
+   * Who may read tiered messages through `GET /v1/…/records`: `iggy` (credentials the broker
+   * accepts for polling that partition: `Authorization: Bearer <the broker's JWT>` or `Basic`
+   * user and password, checked with the broker at `[agent.broker] http_url`), `token` (`Bearer
+   * <read_token>`), or `none` (anyone who reaches `listen`: refused on an address other than
+   * loopback unless `read_auth_insecure = true`). @default "none"
+   */
+  read_auth: "iggy" | "token" | "none";
+  /** The bearer token of `read_auth = "token"` (env `TIERD_READ_TOKEN`). @default "" */
+  read_token: string;
+  /**
+   * Serve records without access control on an address other than loopback (`read_auth =
+   * "none"`): every tiered message to whoever reaches the port. @default false
+   */
+  read_auth_insecure: boolean;
+  /**
+   * A second listener for `/healthz`, `/readyz` and `/metrics` only, `host:port`, so that probes
+   * and Prometheus need not reach the data API; `""` = none (they stay on `listen` as well).
+   * @default ""
+   */
+  ops_listen: string;
+  /**
    * How an evicted segment leaves the broker: `broker` (Iggy's DeleteSegments API, safe beside
    * a running broker), `unlink` (tierd removes the files: only while the broker is stopped), or
    * `auto` (`broker` when `[agent.broker] http_url` is set, else `unlink`). @default "auto"
@@ -665,6 +686,13 @@ const agentSchema = z.strictObject({
       "without whitespace",
     tokenProblem,
   ).prefault(""),
+  read_auth: z.enum(["iggy", "token", "none"]).prefault("none"),
+  read_token: named(
+    `"", or a token of ${MIN_SCRUBBED_LENGTH} or more characters without whitespace`,
+    tokenProblem,
+  ).prefault(""),
+  read_auth_insecure: z.boolean().prefault(false),
+  ops_listen: listenOrOff.prefault(""),
   evict_via: z.enum(["auto", "broker", "unlink"]).prefault("auto"),
   log_level: z.enum(["debug", "info", "warn", "error"]).prefault("info"),
   http_header_timeout: duration(finitePositive).prefault("10 s"),

@@ -12,6 +12,7 @@ export interface SecretField {
 /** Every secret in the config. Values here are never logged, shown or put in an error. */
 export const SECRET_FIELDS: readonly SecretField[] = [
   { path: ["agent", "api_token"], env: "TIERD_API_TOKEN" },
+  { path: ["agent", "read_token"], env: "TIERD_READ_TOKEN" },
   { path: ["agent", "broker", "password"], env: "TIERD_BROKER_PASSWORD" },
   { path: ["agent", "broker", "personal_access_token"], env: "TIERD_BROKER_TOKEN" },
   { path: ["tiered_storage", "s3", "access_key"], env: "TIERD_S3_ACCESS_KEY" },

@@ -24,6 +24,7 @@ import { summarizePartitions } from "../read/partitions.ts";
 import { openRead, type ReadAnswer, readRecords, type ReadResult } from "../read/read_records.ts";
 import { PIECE_WINDOW } from "../read/answer_stream.ts";
 import { requireBearer } from "./auth.ts";
+import type { ReadGuard } from "./read_auth.ts";
 import { ApiError, toApiError } from "./errors.ts";
 import { DEFAULT_REFRESH_SECONDS, renderStatusFragment, renderStatusPage } from "./status_page.ts";
 import { type AgentView, partitionJson, type StatusJson, statusJson } from "./status_model.ts";
@@ -49,6 +50,8 @@ export interface AppOptions {
   agent?: AgentView;
   /** `agent.api_token`; empty disables the admin routes. */
   apiToken: string;
+  /** Who may read records (`agent.read_auth`); absent: anyone who reaches the listener. */
+  readGuard?: ReadGuard;
   admin?: AdminOperations;
   /** Where the store is, for the status page (never with credentials). */
   storeDescription?: string;
@@ -201,30 +204,7 @@ export function createApp(o: AppOptions): Hono {
     c.json({ error: "not_found", message: `no route for ${c.req.method} ${c.req.path}` }, 404)
   );
 
-  app.get("/healthz", (c) => c.text("ok"));
-
-  app.get("/readyz", (c) => {
-    if (!o.ready()) {
-      throw new ApiError(
-        503,
-        "not_ready",
-        "not ready: the store probe has not passed or journals are still being replayed",
-        { "retry-after": "1" },
-      );
-    }
-    return c.text("ready");
-  });
-
-  app.get("/metrics", async (c) => {
-    try {
-      observePartitions(o.metrics, await summarizePartitions(o.read));
-    } catch (err) {
-      logger.warn("partition gauges not refreshed", { err });
-    }
-    return c.body(o.registry.render(), 200, {
-      "content-type": "text/plain; version=0.0.4; charset=utf-8",
-    });
-  });
+  addOpsRoutes(app, o, logger);
 
   const status = async (): Promise<StatusJson> =>
     statusJson(await summarizePartitions(o.read), {
@@ -249,6 +229,8 @@ export function createApp(o: AppOptions): Hono {
       topic: parseId(c.req.param("t"), "topic"),
       partition: parseId(c.req.param("p"), "partition"),
     };
+    // Who may read, before anything is read or reserved.
+    await o.readGuard?.(c.req.header("authorization"), ids);
     for (const name of Object.keys(c.req.queries())) {
       if (!RECORD_QUERY.has(name)) {
         throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 40))}`);
@@ -331,5 +313,55 @@ export function createApp(o: AppOptions): Hono {
     });
   }
 
+  return app;
+}
+
+/** `/healthz`, `/readyz` and `/metrics`: on the API, and alone on `agent.ops_listen`. */
+function addOpsRoutes(app: Hono, o: OpsOptions, logger: Logger): void {
+  app.get("/healthz", (c) => c.text("ok"));
+
+  app.get("/readyz", (c) => {
+    if (!o.ready()) {
+      throw new ApiError(
+        503,
+        "not_ready",
+        "not ready: the store probe has not passed or journals are still being replayed",
+        { "retry-after": "1" },
+      );
+    }
+    return c.text("ready");
+  });
+
+  app.get("/metrics", async (c) => {
+    try {
+      observePartitions(o.metrics, await summarizePartitions(o.read));
+    } catch (err) {
+      logger.warn("partition gauges not refreshed", { err });
+    }
+    return c.body(o.registry.render(), 200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+    });
+  });
+}
+
+/** What the ops listener serves from. */
+export type OpsOptions = Pick<AppOptions, "read" | "registry" | "metrics" | "ready">;
+
+/**
+ * The ops listener (`agent.ops_listen`): probes and metrics only, so that the kubelet and
+ * Prometheus need not reach the data API. Anything else is 404.
+ */
+export function createOpsApp(o: OpsOptions & { logger?: Logger }): Hono {
+  const app = new Hono();
+  const logger = o.logger ?? o.read.logger;
+  app.onError((err, c) => {
+    const e = toApiError(err);
+    for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
+    return c.json({ error: e.code, message: e.message }, e.status);
+  });
+  app.notFound((c) =>
+    c.json({ error: "not_found", message: `no route for ${c.req.method} ${c.req.path}` }, 404)
+  );
+  addOpsRoutes(app, o, logger);
   return app;
 }

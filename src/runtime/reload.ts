@@ -129,6 +129,7 @@ const SECRET_LEAVES = new Set([
   "sas_token",
   "token",
   "api_token",
+  "read_token",
   "password",
   "personal_access_token",
   "service_account_key",

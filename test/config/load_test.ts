@@ -70,6 +70,20 @@ Deno.test("the shipped tierd.example.toml loads: fs backend, one untouched topic
   assert.equal(resolveEvictVia(config), "unlink");
 });
 
+Deno.test("the image's docker/tierd.toml guards records: it needs TIERD_READ_TOKEN, and serves probes apart", async () => {
+  const docker = join(REPO, "docker/tierd.toml");
+  await assert.rejects(loadConfig(docker, {}), (e) => {
+    assert.ok(e instanceof ConfigError);
+    issueAt(e, "agent.read_token");
+    return true;
+  });
+  const config = await loadConfig(docker, { TIERD_READ_TOKEN: "read-token-from-env" });
+  assert.equal(config.agent.listen, "0.0.0.0:7070");
+  assert.equal(config.agent.read_auth, "token");
+  assert.equal(config.agent.read_token, "read-token-from-env");
+  assert.equal(config.agent.ops_listen, "0.0.0.0:7071");
+});
+
 Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () => {
   const config = parseConfig(BASE, SOURCE, {});
   const expected: Config = {
@@ -81,6 +95,10 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       format: "auto",
       seal_quiescence: 5_000,
       api_token: "",
+      read_auth: "none",
+      read_token: "",
+      read_auth_insecure: false,
+      ops_listen: "",
       evict_via: "auto",
       log_level: "info",
       http_header_timeout: 10_000,
@@ -489,6 +507,37 @@ Deno.test("rule: agent.iggy_http.auth_cache_ttl is at most 60 s (a revoked permi
   assert.equal(ok.agent.iggy_http.auth_cache_ttl, 60_000);
 });
 
+Deno.test("rule: records without access control only on loopback, unless on purpose", () => {
+  for (const listen of ["0.0.0.0:7070", "[::]:7070", "10.0.0.5:7070", "tierd.example:7070"]) {
+    assertRefused(
+      `${BASE}listen = "${listen}"\n`,
+      "agent.read_auth",
+      '"none" (default)',
+      /not a loopback/,
+    );
+  }
+  for (const listen of ["127.0.0.1:7070", "127.3.2.1:1", "[::1]:7070", "localhost:7070"]) {
+    assert.equal(parseConfig(`${BASE}listen = "${listen}"\n`, SOURCE, {}).agent.listen, listen);
+  }
+  const open = `${BASE}listen = "0.0.0.0:7070"\nread_auth_insecure = true\n`;
+  assert.equal(parseConfig(open, SOURCE, {}).agent.read_auth, "none");
+  // The other modes need what they check against.
+  assertRefused(
+    `${BASE}listen = "0.0.0.0:7070"\nread_auth = "token"\n`,
+    "agent.read_token",
+    undefined,
+    /TIERD_READ_TOKEN/,
+  );
+  const token = parseConfig(
+    `${BASE}listen = "0.0.0.0:7070"\nread_auth = "token"\n`,
+    SOURCE,
+    { TIERD_READ_TOKEN: "a-read-token-1" },
+  );
+  assert.equal(token.agent.read_token, "a-read-token-1");
+  assertRefused(`${BASE}read_auth = "iggy"\n`, "agent.broker.http_url", undefined, /read_auth/);
+  assertRefused(`${BASE}ops_listen = "nowhere"\n`, "agent.ops_listen", '"nowhere"', /host:port/);
+});
+
 Deno.test("rule: listen is host:port", () => {
   for (const bad of ["localhost", "127.0.0.1", "127.0.0.1:99999", "http://x:1"]) {
     assertRefused(`${BASE}listen = "${bad}"\n`, "agent.listen", `"${bad}"`, /host:port/);
@@ -559,6 +608,7 @@ Deno.test("env overrides every secret, wins over the file, and an empty variable
       "TIERD_API_TOKEN",
       "TIERD_BROKER_PASSWORD",
       "TIERD_BROKER_TOKEN",
+      "TIERD_READ_TOKEN",
     ]),
   );
 });

@@ -138,6 +138,11 @@ export class IggyHttp {
     return token;
   }
 
+  /** `POST /users`: an active user with no permissions. */
+  async createUser(username: string, password: string): Promise<void> {
+    await this.#call("POST", "/users", { username, password, status: "active" });
+  }
+
   /** `POST /streams`; @returns the new stream's id */
   async createStream(name: string): Promise<number> {
     const body = await this.#call("POST", "/streams", { name }) as { id: number };

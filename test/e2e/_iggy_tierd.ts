@@ -25,6 +25,8 @@ export interface TierdOptions {
   localRetention: string;
   /** TOML appended to the config (whole tables, such as `[agent.iggy_http]`). */
   extraConfig?: string;
+  /** Lines added to the `[agent]` table, such as `read_auth = "iggy"`. */
+  agentConfig?: string;
 }
 
 /** One partition in `GET /v1/partitions`. */
@@ -114,7 +116,7 @@ cluster_id = "local"
 seal_quiescence = "1 s"
 log_level = "info"
 evict_via = "broker"
-
+${o.agentConfig ?? ""}
 [agent.broker]
 http_url = "${o.brokerUrl}"
 username = "${IGGY_ROOT.username}"

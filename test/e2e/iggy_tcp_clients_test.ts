@@ -9,7 +9,9 @@
 // group's stored offsets ending at each partition's last offset; a member leaving mid-read leaves
 // nothing skipped or read twice (0.8 hands its partition back to the other member at once; 0.9
 // does not within the read, straight to the broker too). Each client reads the same over HTTP
-// through the Iggy HTTP listener (no SDK joins a group over HTTP), streams and topics by name. tierd's metrics show the evicted offsets were
+// through the Iggy HTTP listener (no SDK joins a group over HTTP), streams and topics by name.
+// tierd's own records API (read_auth = "iggy") reads for credentials the broker accepts for that
+// partition and refuses the rest: none, wrong ones, and a user without permission on the stream. tierd's metrics show the evicted offsets were
 // answered from the bucket. Without the servers the suite says why and is ignored (a failure
 // under CI=true); a client whose toolchain is missing is skipped the same way, and one whose SDK
 // cannot speak a server's protocol (Java on 0.9) is named and left out.
@@ -110,6 +112,7 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
       stream: topic.stream,
       topic: topic.topic,
       localRetention: "2 MiB",
+      agentConfig: `read_auth = "iggy"\n`,
       extraConfig: `\n[agent.iggy_tcp]\nlisten = "${front}"\n` +
         `broker_address = "${server.tcpAddress}"\n[agent.iggy_http]\nlisten = "${httpFront}"\n`,
     });
@@ -185,6 +188,36 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
         }
       }
     };
+
+    await step("tierd's records API asks the broker who may read (read_auth = iggy)", async () => {
+      await topic.client.createUser("no-reader", "no-reader-pw");
+      const records = (auth?: string) =>
+        fetch(
+          `${agent.baseUrl}/v1/streams/${topic.stream}/topics/${topic.topic}/partitions/0/` +
+            `records?offset=0&max_bytes=65536`,
+          { headers: auth ? { authorization: auth } : {} },
+        );
+      const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${password}`)}`;
+      const none = await records();
+      assert.equal(none.status, 401, "no credentials");
+      assert.match(none.headers.get("www-authenticate") ?? "", /Basic/);
+      await none.body?.cancel();
+      for (const bad of ["Bearer not-a-token", basic("iggy", "wrong-password")]) {
+        const refused = await records(bad);
+        assert.equal(refused.status, 401, bad);
+        await refused.body?.cancel();
+      }
+      const nobody = await records(basic("no-reader", "no-reader-pw"));
+      assert.equal(nobody.status, 403, "a user without permission on the stream");
+      assert.equal((await nobody.json()).error, "forbidden");
+      for (const auth of [basic("iggy", "iggy"), `Bearer ${topic.client.token}`]) {
+        const ok = await records(auth);
+        assert.equal(ok.status, 200, `${auth.split(" ")[0]}: ${ok.status}`);
+        assert.equal(ok.headers.get("x-tierd-first-offset"), "0");
+        assert.ok(Number(ok.headers.get("x-tierd-records")) > 0);
+        await ok.body?.cancel();
+      }
+    });
 
     for (const { kind, sdk } of kinds) {
       await step(`${kind} (${sdk}): offset, first, timestamp and next`, async () => {
@@ -341,16 +374,7 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
       );
 
       await step("rust as a user without permission on the stream reads nothing", async () => {
-        const created = await fetch(`${server!.httpUrl}/users`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${topic.client.token}`,
-            "content-type": "application/json",
-          },
-          body: JSON.stringify({ username: "nobody", password: "nobody-pw", status: "active" }),
-        });
-        await created.body?.cancel();
-        assert.ok(created.ok, `create user: ${created.status}`);
+        await topic.client.createUser("nobody", "nobody-pw");
         const before = await fromBucket();
         const err = await readWithClient({
           ...base,

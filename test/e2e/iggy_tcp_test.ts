@@ -255,16 +255,7 @@ async function scenario08(t: Deno.TestContext): Promise<void> {
     await steps.run(
       "a user without permission on the stream reads nothing: the broker's refusal",
       async () => {
-        const created = await fetch(`${broker.httpUrl}/users`, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${topic.client.token}`,
-            "content-type": "application/json",
-          },
-          body: JSON.stringify({ username: "nobody", password: "nobody-pw", status: "active" }),
-        });
-        await created.body?.cancel();
-        assert.ok(created.ok, `create user: ${created.status}`);
+        await topic.client.createUser("nobody", "nobody-pw");
         const via = await connect(front, false);
         const direct = await connect(broker.tcpAddress, false);
         await via.login("nobody", "nobody-pw");

@@ -20,6 +20,7 @@ export function appFor(
     admin?: AdminOperations;
     read?: Partial<ReadContextOptions>;
     agent?: AppOptions["agent"];
+    readGuard?: AppOptions["readGuard"];
   } = {},
 ): TestApp {
   const registry = new Registry();
@@ -34,6 +35,7 @@ export function appFor(
     admin: o.admin,
     storeDescription: "in-memory sim store",
     agent: o.agent,
+    readGuard: o.readGuard,
   });
   return { app, registry, metrics, ready };
 }
