@@ -73,6 +73,12 @@ const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
 
 /** How long a read waits in line for read memory before it answers 503. */
 const BUDGET_WAIT_MS = 2_000;
+/**
+ * Bytes a JSON read holds at its peak per record byte: the records, the decoded messages with
+ * their payloads in base64 (4/3), the JSON text of the answer and its encoded bytes (each a
+ * little over 4/3 with the field names).
+ */
+const JSON_PEAK_PER_RECORD_BYTE = 5;
 /** Bytes handed to the server per body chunk. */
 const BODY_CHUNK = 1 << 20;
 /**
@@ -242,9 +248,12 @@ export function createApp(o: AppOptions): Hono {
     if (format !== "raw" && format !== "json") {
       throw new ParamError("format", `format must be raw or json, got ${JSON.stringify(format)}`);
     }
-    // Memory first: a JSON read holds up to max_bytes until its answer is sent; a raw answer
+    // Memory first: a JSON read holds up to max_bytes of records and, at its peak, what is made
+    // of them (decoded messages with base64 payloads, their JSON text, its bytes); a raw answer
     // is streamed, so it holds a few windows whatever its size.
-    const reserve = format === "json" ? maxBytes : Math.min(maxBytes, STREAMED_READ_BYTES);
+    const reserve = format === "json"
+      ? maxBytes * JSON_PEAK_PER_RECORD_BYTE
+      : Math.min(maxBytes, STREAMED_READ_BYTES);
     const release = await o.read.budget?.acquire(reserve, BUDGET_WAIT_MS) ?? (() => {});
     // A read that starts where another read of this partition ended is that reader going on:
     // it gets readahead without any header. A given `x-tierd-reader` names it instead.

@@ -35,6 +35,8 @@ import { timestampStart08 } from "./timestamp_08.ts";
 export const MAX_POLL_BYTES = 32 * 1024 * 1024;
 /** Rounds of "the broker dropped more while we read" a poll retries before answering. */
 const MAX_ROUNDS = 3;
+/** How long a poll waits in line for read memory for the broker's part of its answer. */
+const BUDGET_WAIT_MS = 2_000;
 
 /** A polling strategy, as `PollingKind` names it. */
 export type PollKind = "offset" | "timestamp" | "first" | "last" | "next";
@@ -72,6 +74,8 @@ export interface BrokerAnswer<R> {
   firstOffset?: bigint;
   lastOffset?: bigint;
   answer: R;
+  /** Bytes the answer holds (its text or frame), reserved from the read budget with tierd's. */
+  size: number;
 }
 
 /**
@@ -349,8 +353,14 @@ export async function planPoll<R>(
       }
       from = slice.next;
       if (!slice.reachedBroker || tierd.length >= ask.count || bytesLeft <= 0) break;
-      // The rest is the broker's: its own poll, without auto-commit (tierd commits once below).
-      const rest = await broker.pollFrom(from, ask.count - tierd.length);
+      // The rest is the broker's: its own poll, without auto-commit (tierd commits once below),
+      // for no more messages than the poll's bytes left hold at the size of tierd's (an answer
+      // may carry fewer than asked; the client polls on), and held against the read budget.
+      const used = MAX_POLL_BYTES - bytesLeft;
+      const perMessage = tierd.length > 0 ? Math.max(1, used / tierd.length) : 1;
+      const room = Math.max(1, Math.floor(bytesLeft / perMessage));
+      const rest = await broker.pollFrom(from, Math.min(ask.count - tierd.length, room));
+      releases.push(await deps.read.budget?.acquire(rest.size, BUDGET_WAIT_MS) ?? (() => {}));
       if (rest.firstOffset !== undefined && rest.firstOffset > from) {
         // The broker dropped more since the probe: those offsets are tierd's to read too.
         until = rest.firstOffset;

@@ -24,6 +24,8 @@ export interface BrokerPoll {
   /** Offsets of the first and last message. */
   firstOffset?: bigint;
   lastOffset?: bigint;
+  /** Bytes of the answer's text. */
+  size: number;
 }
 
 const decoder = new TextDecoder();
@@ -44,6 +46,7 @@ export function parseBrokerPoll(text: string): BrokerPoll {
       messages: elements.map((e) => text.slice(e.start, e.end)),
       firstOffset: elements.length > 0 ? offsetOf(0) : undefined,
       lastOffset: elements.length > 0 ? offsetOf(elements.length - 1) : undefined,
+      size: text.length,
     };
   } catch (err) {
     if (!(err instanceof JsonShapeError)) throw err;

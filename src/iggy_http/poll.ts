@@ -11,7 +11,8 @@ import { type NameCache, sameIds } from "../iggy_front/names.ts";
 import { type BrokerSide, planPoll } from "../iggy_front/plan.ts";
 import type { BrokerPoll, ClientCalls, PollTarget } from "./client_calls.ts";
 import { errorResponse } from "./errors.ts";
-import { messageJson, polledJson } from "./polled_json.ts";
+import type { PolledMessage } from "../iggy_front/remote_read.ts";
+import { messageJson, polledJsonHead } from "./polled_json.ts";
 import { numericIds, parsePollQuery, type PollQuery } from "./query.ts";
 
 /** What a poll is served with. */
@@ -28,19 +29,48 @@ export interface PollDeps {
   answered?: () => void;
 }
 
-/** A response body that gives the read memory back once sent (or abandoned). */
-function releasingBody(bytes: Uint8Array, release: () => void): ReadableStream<Uint8Array> {
-  let at = 0;
+/** Text of the answer made and encoded at a time, and the read memory that reserves. */
+const PIECE_CHARS = 1 << 20;
+const PIECE_BYTES = 2 * PIECE_CHARS;
+/** How long a poll waits in line for the read memory its answer's pieces need. */
+const BUDGET_WAIT_MS = 2_000;
+
+/**
+ * The poll answer as the broker writes it (`polledJson`), made as the client takes it: the
+ * head, then the messages' JSON about a MiB at a time (tierd's made from the records it holds,
+ * then the broker's as it sent them), then the tail. The answer never exists whole; the read
+ * memory goes back once it has been sent (or abandoned).
+ */
+function streamedPoll(
+  partition: number,
+  current: bigint,
+  tierd: PolledMessage[],
+  broker: string[],
+  release: () => void,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const total = tierd.length + broker.length;
+  let next = -1; // -1: the head is next
   return new ReadableStream<Uint8Array>({
     pull(controller) {
-      if (at >= bytes.length) {
+      if (next === -1) {
+        next = 0;
+        controller.enqueue(encoder.encode(polledJsonHead(partition, current, total)));
+        return;
+      }
+      if (next >= total) {
+        controller.enqueue(encoder.encode("]}"));
         controller.close();
         release();
         return;
       }
-      const end = Math.min(bytes.length, at + (1 << 20));
-      controller.enqueue(bytes.subarray(at, end));
-      at = end;
+      let piece = "";
+      while (next < total && piece.length < PIECE_CHARS) {
+        if (next > 0) piece += ",";
+        piece += next < tierd.length ? messageJson(tierd[next]) : broker[next - tierd.length];
+        next++;
+      }
+      controller.enqueue(encoder.encode(piece));
     },
     cancel() {
       release();
@@ -61,7 +91,7 @@ function brokerSide(
     storeOffset: (offset) => calls.storeOffset(auth, target, q, offset),
     pollFrom: async (offset, count) => {
       const rest = await calls.pollFrom(auth, target, q, offset, count, false);
-      return { ...rest, answer: rest };
+      return { ...rest, answer: rest, size: rest.size };
     },
   };
 }
@@ -99,13 +129,25 @@ export async function servePoll(
     const answer = await planPoll(deps, side, q, id);
     if (!answer) return deps.forward(req);
     deps.answered?.();
-    const messages = answer.tierd.map(messageJson);
-    if (answer.broker) messages.push(...answer.broker.answer.messages);
-    const body = new TextEncoder().encode(polledJson(q.partition, answer.current, messages));
-    return new Response(releasingBody(body, answer.release), {
-      status: 200,
-      headers: { "content-type": "application/json", "content-length": String(body.length) },
-    });
+    // The pieces being made and sent, beside the records the answer holds already.
+    let pieces: () => void;
+    try {
+      pieces = await deps.read.budget?.acquire(PIECE_BYTES, BUDGET_WAIT_MS) ?? (() => {});
+    } catch (err) {
+      answer.release();
+      throw err;
+    }
+    const body = streamedPoll(
+      q.partition,
+      answer.current,
+      answer.tierd,
+      answer.broker?.answer.messages ?? [],
+      () => {
+        pieces();
+        answer.release();
+      },
+    );
+    return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
   } catch (err) {
     const res = errorResponse(err);
     if (res.status >= 500) {

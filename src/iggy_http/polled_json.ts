@@ -27,6 +27,11 @@ export function messageJson(p: PolledMessage): string {
  * @param messages each message's JSON text (from {@link messageJson} or the broker's own answer)
  */
 export function polledJson(partition: number, currentOffset: bigint, messages: string[]): string {
-  return `{"partition_id":${partition},"current_offset":${currentOffset},"count":${messages.length},` +
-    `"messages":[${messages.join(",")}]}`;
+  return `${polledJsonHead(partition, currentOffset, messages.length)}${messages.join(",")}]}`;
+}
+
+/** A poll answer's text up to its first message (then the messages, `,`-separated, and `]}`). */
+export function polledJsonHead(partition: number, currentOffset: bigint, count: number): string {
+  return `{"partition_id":${partition},"current_offset":${currentOffset},"count":${count},` +
+    `"messages":[`;
 }

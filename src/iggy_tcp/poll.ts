@@ -129,6 +129,8 @@ export interface TcpPollResult {
 }
 
 const NOTHING = () => {};
+/** How long a poll waits in line for the read memory its answer's building needs. */
+const BUDGET_WAIT_MS = 2_000;
 const U64_MAX = (1n << 64n) - 1n;
 
 /** The head of a poll answer and its first and last offsets. */
@@ -257,6 +259,7 @@ function brokerSide(
         firstOffset: head.firstOffset,
         lastOffset: head.lastOffset,
         answer: payload,
+        size: payload.length,
       };
     },
   };
@@ -417,6 +420,23 @@ export async function servePoll(
     );
   }
   try {
+    // The answer is built in up to three copies (tierd's messages encoded, spliced with the
+    // broker's, framed) beside the records it is made of: held against the read budget too.
+    const records = new Set<Uint8Array>();
+    let recordBytes = 0;
+    for (const m of answer.tierd) {
+      if (m.record && !records.has(m.record)) {
+        records.add(m.record);
+        recordBytes += m.record.length;
+      }
+    }
+    const building = 3 * (recordBytes + (answer.broker?.size ?? 0));
+    const built = await deps.read.budget?.acquire(building, BUDGET_WAIT_MS) ?? NOTHING;
+    const held = answer.release;
+    answer.release = () => {
+      built();
+      held();
+    };
     if (answer.format !== session.version) {
       throw new WireError(
         "bad_value",

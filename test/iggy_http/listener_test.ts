@@ -12,6 +12,7 @@ import { codecFor } from "../../src/format/codecs.ts";
 import type { Message } from "../../src/format/types.ts";
 import { createIggyHttp, type IggyHttp } from "../../src/iggy_http/app.ts";
 import { serve } from "../../src/http/serve.ts";
+import { ReadBudget } from "../../src/read/read_budget.ts";
 import type { PolledMessage } from "../../src/iggy_front/remote_read.ts";
 import { messageJson, polledJson } from "../../src/iggy_http/polled_json.ts";
 import { generatePartition, partitionDir } from "../../src/format/generate.ts";
@@ -174,6 +175,32 @@ Deno.test("a poll below the broker's first offset is tierd's, continued with the
       polledJson(0, messages.at(-1)!.message.offset, messages.slice(0, 2).map(messageJson)),
     );
   });
+});
+
+Deno.test("a poll of every message holds its records and a piece of its answer, never the whole JSON", async () => {
+  const budget = new ReadBudget(64 * 1024 * 1024);
+  await withListener(async ({ iggy, broker, messages }) => {
+    const everything = "partition_id=0&kind=offset&value=0&count=4294967295";
+    const res = await iggy.fetch(poll(everything));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-length"), null, "streamed as it is made");
+    // Held while the answer is being sent: the reads' reservations and one piece of the answer.
+    const held = budget.bytes - budget.free;
+    assert.ok(held > 2 * 1024 * 1024, `${held} bytes held: the records and a piece`);
+    const want = polledJson(
+      0,
+      messages.at(-1)!.message.offset,
+      messages.map(messageJson),
+    );
+    assert.equal(await res.text(), want, "the whole answer, as the broker writes it");
+    assert.equal(budget.free, budget.bytes, "all given back once sent");
+    // The broker's part was asked for no more messages than the poll's bytes hold.
+    const counts = broker.calls.map((c) => /[?&]count=(\d+)/.exec(c.path)?.[1]).filter((v) =>
+      v !== undefined
+    ).map(Number);
+    // (32 MiB at the ~100 bytes of each message tierd read: a few hundred thousand at most.)
+    assert.ok(counts.length > 0 && counts.every((n) => n <= 1_000_000), `counts ${counts}`);
+  }, () => ({ budget }));
 });
 
 Deno.test("a refused token reads nothing from the store and gets the broker's answer", async () => {
