@@ -1,6 +1,7 @@
 // tierd as the iggy_tcp benchmark runs it beside a real Iggy 0.8 broker: the compiled binary
 // (`tierd run`), copying one topic to an fs store and evicting through the broker's API, with the
-// binary front (`[agent.iggy_tcp]`) in front of the broker's TCP transport.
+// binary front (`[agent.iggy_tcp]`) in front of the broker's TCP transport and the Iggy-compatible
+// HTTP listener (`[agent.iggy_http]`) in front of its HTTP API.
 import { join } from "node:path";
 import { freePort } from "../test/fixtures/_server.ts";
 import { IGGY_ROOT, type IggyServer } from "../test/fixtures/iggy.ts";
@@ -26,7 +27,11 @@ export interface IggyAgent {
   url: string;
   /** `127.0.0.1:PORT`: the binary front. */
   frontAddress: string;
+  /** `http://127.0.0.1:PORT`: the Iggy-compatible HTTP listener (the broker's HTTP API). */
+  iggyHttpUrl: string;
   pid: number;
+  /** Its config file. */
+  config: string;
   /** Its chunk cache directory (empty at start). */
   cacheDir: string;
   /** The last lines tierd logged. */
@@ -35,7 +40,13 @@ export interface IggyAgent {
   stop(): Promise<void>;
 }
 
-function configText(o: IggyAgentOptions, listen: string, front: string, cache: string): string {
+function configText(
+  o: IggyAgentOptions,
+  listen: string,
+  front: string,
+  iggyHttp: string,
+  cache: string,
+): string {
   return `
 [agent]
 data_dir = ${JSON.stringify(o.broker.dataDir)}
@@ -53,6 +64,9 @@ username = "${IGGY_ROOT.username}"
 [agent.iggy_tcp]
 listen = "${front}"
 broker_address = "${o.broker.tcpAddress}"
+
+[agent.iggy_http]
+listen = "${iggyHttp}"
 
 [tiered_storage]
 enabled = true
@@ -73,36 +87,46 @@ local_retention_size = "${o.localRetention}"
 }
 
 /**
- * Starts the compiled tierd with an empty cache and waits until its API is ready and its front
- * accepts connections.
+ * Starts the compiled tierd with an empty cache and waits until its API is ready and its front and
+ * Iggy HTTP listener accept connections.
  * @throws {Error} with its log when it exits or is not ready within 60 s
  */
 export async function startIggyAgent(o: IggyAgentOptions): Promise<IggyAgent> {
   const listen = `127.0.0.1:${freePort()}`;
   const front = `127.0.0.1:${freePort()}`;
+  const iggyHttp = `127.0.0.1:${freePort()}`;
   const cache = join(o.dir, `cache-${o.name}`);
   await Deno.remove(cache, { recursive: true }).catch(() => {});
   const config = join(o.dir, `tierd-${o.name}.toml`);
-  await Deno.writeTextFile(config, configText(o, listen, front, cache));
+  await Deno.writeTextFile(config, configText(o, listen, front, iggyHttp, cache));
   const url = `http://${listen}`;
   const run = await startTierdRun({
     config,
     name: o.name,
     env: { TIERD_BROKER_PASSWORD: IGGY_ROOT.password },
-    ready: () => ready(url, front),
+    ready: () => ready(url, [front, iggyHttp]),
     timeoutMs: 60_000,
   });
-  return { url, frontAddress: front, cacheDir: cache, ...run };
+  return {
+    url,
+    frontAddress: front,
+    iggyHttpUrl: `http://${iggyHttp}`,
+    config,
+    cacheDir: cache,
+    ...run,
+  };
 }
 
-/** True once `/readyz` answers 200 and the front accepts a connection. */
-async function ready(url: string, front: string): Promise<boolean> {
+/** True once `/readyz` answers 200 and each of `listeners` (`host:port`) accepts a connection. */
+async function ready(url: string, listeners: string[]): Promise<boolean> {
   try {
     const res = await fetch(`${url}/readyz`);
     await res.body?.cancel();
     if (!res.ok) return false;
-    const [hostname, port] = front.split(":");
-    (await Deno.connect({ hostname, port: Number(port) })).close();
+    for (const address of listeners) {
+      const [hostname, port] = address.split(":");
+      (await Deno.connect({ hostname, port: Number(port) })).close();
+    }
     return true;
   } catch {
     return false;

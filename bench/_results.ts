@@ -227,6 +227,7 @@ const ORDER = [
   "readahead_scan_ratio",
   "cold_scan_ratio_vs_direct_get",
   "read_peak_rss_mib_24x64mib",
+  "iggy_json_poll_peak_rss_mib_24",
   "boot_seconds_100k_segments",
   "rss_bytes_per_segment",
 ];

@@ -10,12 +10,17 @@
 // - `iggy_tcp_cold_poll_mb_s` and `iggy_tcp_cold_poll_ratio_vs_api`: polls of the evicted range
 //   from offset 0 (1000 messages per poll) through the front, ÷ tierd's own raw scan of the same
 //   range over its HTTP API with the same number of messages per request, each on a freshly
-//   started agent with an empty cache directory.
+//   started agent with an empty cache directory;
+// - `iggy_json_poll_peak_rss_mib_24`: the agent's peak resident set while 24 clients at once poll
+//   the evicted range from offset 0 with the largest count (u32::MAX) through tierd's
+//   Iggy-compatible HTTP listener (`[agent.iggy_http]`), each answer JSON with base64 payloads.
 // Beside direct and front, the first three also run through a bare byte relay (bench/read_proxy.ts
 // with no delay, its own process): the cost of one more TCP hop on this machine, which any proxy
 // pays, so that a missed ratio can be split into the hop and what tierd adds to it.
 // The broker is 0.8.0 as shipped in shared/iggy (one shard), with 16 MiB segments; tierd is the
 // compiled binary, copying to an fs store and evicting through the broker's API.
+import { loadConfig } from "../src/config/load.ts";
+import { readBudgetBytes } from "../src/read/read_budget.ts";
 import { findIggy, IGGY_ROOT, type IggyServer, startIggy } from "../test/fixtures/iggy.ts";
 import { IggyHttp } from "../test/e2e/_iggy_http.ts";
 import { logStarts } from "../test/e2e/_iggy_watch.ts";
@@ -36,9 +41,9 @@ import {
   startIggyAgent,
 } from "./_iggy_agent.ts";
 import { NO_GOAL, recordNotMeasured, recordResult } from "./_results.ts";
-import { median, progress, round } from "./_stats.ts";
-import { readCpu, waitForQuiet } from "./_proc.ts";
-import { metrics, metricSum, waitSettled } from "./read_common.ts";
+import { median, MiB, progress, round } from "./_stats.ts";
+import { readCpu, readStatus, waitForQuiet } from "./_proc.ts";
+import { metrics, metricSum, summary, waitSettled } from "./read_common.ts";
 import { type DelayProxy, startDelayProxy } from "./read_proxy.ts";
 
 const BENCH = "iggy_tcp";
@@ -65,6 +70,13 @@ const PRODUCE_SECONDS = 2;
 const PING_TRIPS = 4000;
 const POLL1_TRIPS = 2000;
 const BLOCK = 250;
+/** Clients polling the evicted range at once through the Iggy HTTP listener, and their count. */
+const JSON_POLLS = 24;
+const JSON_POLL_COUNT = 4_294_967_295;
+/** How often the agent's /proc/<pid>/status is read during those polls. */
+const RSS_SAMPLE_MS = 50;
+/** A poll answered 503 more often than this fails the benchmark. */
+const MAX_POLL_ATTEMPTS = 60;
 
 /** Options of {@link runIggyTcpBench}. */
 export interface IggyTcpBenchOptions {
@@ -629,6 +641,190 @@ async function measureLatency(s: Setup, paths: Paths): Promise<void> {
   }
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One client's JSON poll of the evicted range. */
+interface JsonPoll {
+  /** Bytes of its 200 answer's body. */
+  bytes: number;
+  /** 503 answers before its 200. */
+  refused: number;
+  seconds: number;
+  /** The body's chunks, when kept (for the one answer that is parsed). */
+  chunks?: Uint8Array[];
+}
+
+/**
+ * One client's poll through the Iggy HTTP listener: tries again after Retry-After while tierd
+ * answers 503, then reads the whole body as a stream, counting its bytes (keeping them if `keep`).
+ */
+async function jsonPollOne(url: string, token: string, keep: boolean): Promise<JsonPoll> {
+  const t0 = performance.now();
+  let refused = 0;
+  for (;;) {
+    const res = await fetch(url, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(300_000),
+    });
+    if (res.status === 503) {
+      refused++;
+      const after = Number(res.headers.get("retry-after"));
+      await res.body?.cancel();
+      if (refused >= MAX_POLL_ATTEMPTS) {
+        throw new Error(`a JSON poll was answered 503 ${refused} times`);
+      }
+      await sleep(1000 * (Number.isFinite(after) && after > 0 ? after : 1));
+      continue;
+    }
+    if (res.status !== 200 || !res.body) {
+      throw new Error(`a JSON poll answered ${res.status}: ${(await res.text()).slice(0, 500)}`);
+    }
+    const chunks: Uint8Array[] | undefined = keep ? [] : undefined;
+    let bytes = 0;
+    for await (const chunk of res.body) {
+      bytes += chunk.byteLength;
+      chunks?.push(chunk);
+    }
+    if (bytes === 0) throw new Error("a JSON poll answered 200 with an empty body");
+    return { bytes, refused, seconds: round((performance.now() - t0) / 1000, 3), chunks };
+  }
+}
+
+/** Checks one poll answer: JSON whose `messages` start at offset 0. @returns what it holds */
+function checkJsonAnswer(chunks: Uint8Array[]): { messages: number; lastOffset: number } {
+  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  const answer = JSON.parse(new TextDecoder().decode(bytes)) as {
+    messages?: { header?: { offset?: number } }[];
+  };
+  const messages = answer.messages;
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new Error("a JSON poll of the evicted range answered no messages");
+  }
+  if (messages[0].header?.offset !== 0) {
+    throw new Error(`a JSON poll from offset 0 answered from ${messages[0].header?.offset}`);
+  }
+  return { messages: messages.length, lastOffset: messages[messages.length - 1].header?.offset! };
+}
+
+/**
+ * `iggy_json_poll_peak_rss_mib_24`: `JSON_POLLS` clients at once poll the evicted range from
+ * offset 0 with count u32::MAX through tierd's Iggy HTTP listener, with the broker's JWT, while
+ * the agent's /proc/<pid>/status is sampled; the value is the largest VmRSS seen.
+ */
+async function measureJsonPollMemory(s: Setup, agent: IggyAgent): Promise<void> {
+  const http = new IggyHttp(s.broker.httpUrl);
+  await http.login(IGGY_ROOT.username, IGGY_ROOT.password);
+  const token = http.token!;
+  const cfg = await loadConfig(agent.config, {
+    ...Deno.env.toObject(),
+    TIERD_BROKER_PASSWORD: IGGY_ROOT.password,
+  });
+  const budget = readBudgetBytes(cfg.agent.read_memory_budget, cfg.tiered_storage.cache.size);
+  const url = `${agent.iggyHttpUrl}/streams/${s.stream}/topics/${s.cold}/messages?consumer_id=1` +
+    `&partition_id=0&kind=offset&value=0&count=${JSON_POLL_COUNT}`;
+  await waitSettled(agent, 200);
+  progress(
+    BENCH,
+    `json poll: ${JSON_POLLS} clients polling offsets from 0 (count ${JSON_POLL_COUNT}) ` +
+      `through the Iggy HTTP listener at once, sampling tierd's RSS every ${RSS_SAMPLE_MS} ms…`,
+  );
+  const before = await metrics(agent);
+  const status0 = await readStatus(agent.pid) ?? {};
+  let peakKiB = status0.rss ?? 0;
+  const samples: number[] = [];
+  let done = false;
+  const sampling = (async () => {
+    while (!done) {
+      const st = await readStatus(agent.pid);
+      if (st?.rss !== undefined) {
+        samples.push(st.rss / 1024);
+        peakKiB = Math.max(peakKiB, st.rss);
+      }
+      await sleep(RSS_SAMPLE_MS);
+    }
+  })();
+  const t0 = performance.now();
+  let polls: JsonPoll[];
+  try {
+    polls = await Promise.all(
+      Array.from({ length: JSON_POLLS }, (_, i) => jsonPollOne(url, token, i === 0)),
+    );
+  } finally {
+    done = true;
+    await sampling;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const status1 = await readStatus(agent.pid) ?? {};
+  if (status1.rss !== undefined) peakKiB = Math.max(peakKiB, status1.rss);
+  const checked = checkJsonAnswer(polls[0].chunks!);
+  delete polls[0].chunks;
+  await waitSettled(agent);
+  const after = await metrics(agent);
+  const d = (m: string, f = "") => metricSum(after, m, f) - metricSum(before, m, f);
+  const value = round(peakKiB / 1024, 1);
+  const refused = polls.reduce((n, p) => n + p.refused, 0);
+  const refusedPolls = polls.filter((p) => p.refused > 0).length;
+  const bytes = polls.map((p) => p.bytes);
+  const mib = (kib: number | undefined) => kib === undefined ? NaN : round(kib / 1024, 1);
+  const vmHwm = mib(status1.hwm);
+  const answerMib = round(Math.max(...bytes) / MiB, 1);
+  progress(
+    BENCH,
+    `json poll: peak RSS ${value} MiB (${mib(status0.rss)} MiB before the polls; VmHWM ` +
+      `${vmHwm} MiB over the agent's life); ${JSON_POLLS} answered 200, ${refused} answers 503 ` +
+      `(${refusedPolls} polls refused at least once); answers of ${answerMib} MiB of JSON ` +
+      `(${checked.messages} messages, offsets 0 to ${checked.lastOffset}) in ` +
+      `${round(seconds, 2)} s; ${d("tierd_store_requests_total", 'op="get"')} store GETs`,
+  );
+  const mb = round(Number(s.firstLocal) * RECORD / 1e6, 1);
+  recordResult("iggy_json_poll_peak_rss_mib_24", value, "≤ 768", {
+    method: `tierd: the compiled binary (\`tierd run\`) with its Iggy-compatible HTTP listener ` +
+      `(\`[agent.iggy_http]\`) in front of the Iggy 0.8.0 broker, after the rest of this ` +
+      `benchmark ran on it (produce, local polls, latency). The tiered topic's evicted range ` +
+      `[0, ${s.firstLocal}) (${mb} MB of ${RECORD}-byte records in ${s.tiering.remote} evicted ` +
+      `${SEGMENT} segments) is only in the fs store. ${JSON_POLLS} clients in the bench ` +
+      `process at once send GET /streams/{stream}/topics/{topic}/messages?consumer_id=1&` +
+      `partition_id=0&kind=offset&value=0&count=${JSON_POLL_COUNT} with the root user's JWT ` +
+      `from the broker's login (Bearer), each reading its whole body as a stream (bytes ` +
+      `counted, not kept); a 503 is tried again after its Retry-After (at most ` +
+      `${MAX_POLL_ATTEMPTS} attempts), until 200. One answer is parsed as JSON and checked to ` +
+      `hold messages from offset 0; every answer is a 200 with a non-empty body. ` +
+      `/proc/<pid>/status of the agent is read every ${RSS_SAMPLE_MS} ms during the polls and ` +
+      `once after; the value is the largest VmRSS seen, in MiB (2^20 bytes). VmHWM at the end is ` +
+      `given too: it is the process's lifetime high-water mark, earlier phases included.`,
+    settings: {
+      read_memory_budget: `${cfg.agent.read_memory_budget} (${
+        cfg.agent.read_memory_budget === 0 ? "default" : "set"
+      }) = ${round(budget / MiB, 1)} MiB`,
+      polls: JSON_POLLS,
+      count: JSON_POLL_COUNT,
+    },
+    rss_before_polls_mib: mib(status0.rss),
+    rss_during_polls_mib: summary(samples, 1),
+    vm_hwm_at_end_mib: vmHwm,
+    answered_200: JSON_POLLS,
+    answered_503: refused,
+    polls_refused_at_least_once: refusedPolls,
+    seconds: round(seconds, 2),
+    answer_bytes: { min: Math.min(...bytes), max: Math.max(...bytes) },
+    checked_answer: checked,
+    store_gets: d("tierd_store_requests_total", 'op="get"'),
+    cache_misses: d("tierd_cache_misses_total"),
+    read_path_bytes: d("tierd_read_bytes_total"),
+    polls,
+    notes: `peak VmRSS ${value} MiB (${mib(status0.rss)} MiB before the polls; VmHWM at the end ` +
+      `${vmHwm} MiB, the agent's lifetime peak); ${JSON_POLLS} polls answered 200 after ` +
+      `${refused} answers 503 + Retry-After (${refusedPolls} polls refused at least once); each ` +
+      `answer ${answerMib} MiB of JSON, ${checked.messages} messages from offset 0; ` +
+      `${round(seconds, 2)} s`,
+  });
+}
+
 interface ColdScan {
   path: "api" | "front";
   messages: number;
@@ -822,6 +1018,7 @@ const KEYS_AND_TARGETS: [string, string][] = [
   ["iggy_tcp_poll1_added_p99_us", NO_GOAL],
   ["iggy_tcp_cold_poll_mb_s", NO_GOAL],
   ["iggy_tcp_cold_poll_ratio_vs_api", NO_GOAL],
+  ["iggy_json_poll_peak_rss_mib_24", "≤ 768"],
 ];
 
 /**
@@ -876,6 +1073,7 @@ export async function runIggyTcpBench(o: IggyTcpBenchOptions = {}): Promise<void
     await measureProduce(s, paths, rounds);
     const direct1000 = await measureLocalPoll(s, paths, rounds);
     await measureLatency(s, paths);
+    await measureJsonPollMemory(s, agent);
     await agent.stop();
     agent = undefined;
     await relay.stop();

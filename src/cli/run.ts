@@ -2,6 +2,7 @@
 // completed every copy it attempted. Otherwise the agent serves its HTTP API (reads, metrics,
 // status page) and repeats passes, woken by a filesystem watch of the partitions it tiers
 // (`partition_watch.ts`) and a periodic scan that backs off while idle, until SIGTERM or SIGINT.
+import { readFile } from "node:fs/promises";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
@@ -281,7 +282,17 @@ async function runAgent(
   // Another agent took the key space over: nothing more is written; the agent stops (exit 2).
   lease.onFenced(() => onSignal("key space taken over"));
   // SIGHUP re-reads the config: topic retention and per-pass settings apply live.
-  process.on("SIGHUP", () => void reloadConfig(ctx.configPath, config, logger));
+  const reloadTls: (() => Promise<void>)[] = [];
+  process.on("SIGHUP", () => {
+    void reloadConfig(ctx.configPath, config, logger);
+    // The listeners' certificate and key, read again: new connections get them.
+    for (const reload of reloadTls) {
+      reload().then(
+        () => logger.info("tls certificate reloaded"),
+        (err) => logger.error("tls certificate not reloaded; the one in use stays", { err }),
+      );
+    }
+  });
   const progress = new CopyProgress(clock);
 
   // Every store request counts towards "busy": housekeeping waits until the agent is idle.
@@ -326,7 +337,7 @@ async function runAgent(
       { clock },
     ),
   });
-  const readAuth = readGuardFor(config, clock);
+  const readAuth = readGuardFor(config, clock, await brokerCa(config));
   const app = createApp({
     read,
     registry,
@@ -339,6 +350,7 @@ async function runAgent(
     agent: agentView({ worker, progress, metrics, cache }),
     scrub: ctx.scrub,
   });
+  const tls = listenerTls(config);
   const server = await serve(app, {
     ...listenOptions(config.agent.listen),
     signal: stop.signal,
@@ -347,7 +359,9 @@ async function runAgent(
     maxConnections: config.agent.http_max_connections || undefined,
     clock,
     logger,
+    tls,
   });
+  if (server.reloadTls) reloadTls.push(server.reloadTls);
   logger.info("http api listening", { url: serverUrl(server), read_auth: config.agent.read_auth });
   if (config.agent.read_auth_insecure && config.agent.read_auth === "none") {
     logger.warn(
@@ -384,6 +398,7 @@ async function runAgent(
     const handler = createIggyHttp({
       read,
       brokerUrl: config.agent.broker.http_url,
+      brokerCa: await brokerCa(config),
       authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
       metrics,
       logger,
@@ -399,8 +414,10 @@ async function runAgent(
         maxConnections: config.agent.http_max_connections || undefined,
         clock,
         logger,
+        tls,
       }),
     };
+    if (iggy.server.reloadTls) reloadTls.push(iggy.server.reloadTls);
     logger.info("iggy http api listening", {
       url: serverUrl(iggy.server),
       broker: config.agent.broker.http_url,
@@ -409,7 +426,13 @@ async function runAgent(
   // The binary front: the broker's TCP protocol, reading through to the bucket.
   let tcpFront: IggyTcp | undefined;
   if (config.agent.iggy_tcp.listen !== "") {
-    tcpFront = await startIggyTcpFromConfig(config.agent.iggy_tcp, {
+    // The front presents the API's certificate unless it has its own.
+    const front = config.agent.iggy_tcp.tls_cert !== "" ? config.agent.iggy_tcp : {
+      ...config.agent.iggy_tcp,
+      tls_cert: config.agent.tls_cert,
+      tls_key: config.agent.tls_key,
+    };
+    tcpFront = await startIggyTcpFromConfig(front, {
       read,
       metrics,
       authCacheTtlMs: config.agent.iggy_http.auth_cache_ttl,
@@ -453,12 +476,16 @@ async function runAgent(
 }
 
 /** The records route's guard for `agent.read_auth` (none for `none`), and what it holds. */
-function readGuardFor(config: Config, clock: Clock): { guard?: ReadGuard; close(): void } {
+function readGuardFor(
+  config: Config,
+  clock: Clock,
+  ca: string | undefined,
+): { guard?: ReadGuard; close(): void } {
   switch (config.agent.read_auth) {
     case "token":
       return { guard: tokenReadGuard(config.agent.read_token), close: () => {} };
     case "iggy": {
-      const upstream = new Upstream(config.agent.broker.http_url);
+      const upstream = new Upstream(config.agent.broker.http_url, { ca });
       return {
         guard: iggyReadGuard(upstream, config.agent.iggy_http.auth_cache_ttl, clock),
         close: () => upstream.close(),
@@ -469,9 +496,38 @@ function readGuardFor(config: Config, clock: Clock): { guard?: ReadGuard; close(
   }
 }
 
+/** A certificate or key file of tierd's own listeners could not be read. */
+export class ListenerTlsError extends Error {
+  override readonly name = "ListenerTlsError";
+}
+
+async function pemFile(path: string, key: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (err) {
+    throw new ListenerTlsError(`${key}: cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** `agent.tls_cert` and `tls_key` as the listeners load them (again on SIGHUP), if set. */
+function listenerTls(config: Config): (() => Promise<{ cert: string; key: string }>) | undefined {
+  const { tls_cert, tls_key } = config.agent;
+  if (tls_cert === "") return undefined;
+  return async () => ({
+    cert: await pemFile(tls_cert, "agent.tls_cert"),
+    key: await pemFile(tls_key, "agent.tls_key"),
+  });
+}
+
+/** The PEM of `[agent.broker] tls_ca`, if set. */
+function brokerCa(config: Config): Promise<string | undefined> {
+  const path = config.agent.broker.tls_ca;
+  return path === "" ? Promise.resolve(undefined) : pemFile(path, "agent.broker.tls_ca");
+}
+
 function serverUrl(server: RunningServer): string {
   const host = server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
-  return `http://${host}:${server.port}/`;
+  return `${server.reloadTls ? "https" : "http"}://${host}:${server.port}/`;
 }
 
 async function loop(

@@ -150,6 +150,9 @@ function resolvePaths(config: Config, base: string): Config {
       ...agent,
       data_dir: abs(agent.data_dir),
       state_dir,
+      tls_cert: abs(agent.tls_cert),
+      tls_key: abs(agent.tls_key),
+      broker: { ...agent.broker, tls_ca: abs(agent.broker.tls_ca) },
       iggy_tcp: {
         ...agent.iggy_tcp,
         tls_cert: abs(agent.iggy_tcp.tls_cert),

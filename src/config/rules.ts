@@ -89,6 +89,12 @@ export function checkRules(config: Config): RuleViolation[] {
       "the broker's TCP address when agent.iggy_tcp.listen is set (the broker it fronts)",
     );
   }
+  if ((agent.tls_cert === "") !== (agent.tls_key === "")) {
+    need(
+      ["agent", agent.tls_cert === "" ? "tls_cert" : "tls_key"],
+      "both tls_cert and tls_key (the API's certificate and its key), or neither",
+    );
+  }
   if ((tcp.tls_cert === "") !== (tcp.tls_key === "")) {
     need(
       ["agent", "iggy_tcp", tcp.tls_cert === "" ? "tls_cert" : "tls_key"],

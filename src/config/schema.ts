@@ -50,6 +50,11 @@ export interface BrokerConfig {
   password: string;
   /** A personal access token, instead of `username` and `password`. @default "" */
   personal_access_token: string;
+  /**
+   * PEM file of the CA that signed the broker's certificate, for an `https://` `http_url`
+   * signed by a private CA; the system's CAs when empty. @default ""
+   */
+  tls_ca: string;
 }
 
 /** `[agent.iggy_http]`: a second listener speaking the broker's own HTTP API (src/iggy_http/). */
@@ -130,6 +135,14 @@ export interface AgentConfig {
    * loopback unless `read_auth_insecure = true`). @default "none"
    */
   read_auth: "iggy" | "token" | "none";
+  /**
+   * PEM certificate chain the API and the Iggy HTTP listener present: with `tls_key` they serve
+   * HTTPS (and the binary front TLS, unless `[agent.iggy_tcp]` has its own). Read again on
+   * SIGHUP. The ops listener stays plain HTTP. @default ""
+   */
+  tls_cert: string;
+  /** PEM private key of `tls_cert`. @default "" */
+  tls_key: string;
   /** The bearer token of `read_auth = "token"` (env `TIERD_READ_TOKEN`). @default "" */
   read_token: string;
   /**
@@ -620,6 +633,7 @@ const brokerSchema = z.strictObject({
   username: z.string().prefault(""),
   password: z.string().prefault(""),
   personal_access_token: z.string().prefault(""),
+  tls_ca: z.string().prefault(""),
 });
 
 const iggyHttpSchema = z.strictObject({
@@ -687,6 +701,8 @@ const agentSchema = z.strictObject({
     tokenProblem,
   ).prefault(""),
   read_auth: z.enum(["iggy", "token", "none"]).prefault("none"),
+  tls_cert: z.string().prefault(""),
+  tls_key: z.string().prefault(""),
   read_token: named(
     `"", or a token of ${MIN_SCRUBBED_LENGTH} or more characters without whitespace`,
     tokenProblem,

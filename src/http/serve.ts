@@ -6,9 +6,11 @@
 // Bun both provide, so the single binary and `deno run` behave the same. Response bodies are
 // streamed with backpressure: a slow client holds a bounded window, not the whole answer.
 import http from "node:http";
+import https from "node:https";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
 import { parseListen } from "../config/listen.ts";
 import type { Logger } from "../log.ts";
 import { openFileLimit } from "../runtime/limits.ts";
@@ -35,6 +37,8 @@ export interface ServeOptions {
   idleTimeoutMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Serve HTTPS with the PEM certificate and key this loads (again on `reloadTls`). */
+  tls?: () => Promise<{ cert: string; key: string }>;
 }
 
 /**
@@ -56,6 +60,12 @@ export interface RunningServer {
   connections(): number;
   /** Stops accepting connections and resolves once the server is closed. */
   close(): Promise<void>;
+  /**
+   * With TLS: loads the certificate and key again and serves new connections with them (open
+   * connections keep theirs).
+   * @throws when they do not load; the certificate in use stays
+   */
+  reloadTls?(): Promise<void>;
 }
 
 /** File descriptors kept for the agent's own work (segments, journals, store connections). */
@@ -95,7 +105,7 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
   const closeAfter = (socket: Socket, ms: number): () => void =>
     clock.setTimer(ms, () => socket.destroy(), { unref: true });
 
-  const server = http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const t = tracked.get(req.socket);
     if (t) {
       t.cancel();
@@ -107,63 +117,130 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
       now.busy = false;
       now.cancel = closeAfter(req.socket, idleTimeoutMs);
     });
-  });
-  server.maxConnections = options.maxConnections ?? connectionCap(openFileLimit());
-  server.on("connection", (socket: Socket) => {
-    // Until its request head has arrived, a connection has `headerTimeoutMs`.
-    tracked.set(socket, { cancel: closeAfter(socket, headerTimeoutMs), busy: false });
-    socket.once("close", () => {
-      tracked.get(socket)?.cancel();
-      tracked.delete(socket);
-    });
-  });
+  };
   let lastAcceptError = -Infinity;
-  server.on("error", (err: NodeJS.ErrnoException) => {
-    // EMFILE/ENFILE on accept: refuse for now, never exit; say so at most once a minute.
-    const now = clock.monotonic();
-    if (now - lastAcceptError > 60_000) {
-      lastAcceptError = now;
-      options.logger?.error("http server cannot accept connections; refusing new ones", { err });
-    }
-  });
-  server.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Uint8Array }, socket) => {
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
-    socket.end(
-      `HTTP/1.1 ${clientErrorStatus(err)}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
-    );
-    // Keep reading what the client is still sending (a long URL), so that closing does not
-    // reset the connection before the client has read the answer.
-    socket.resume();
-    clock.setTimer(2_000, () => socket.destroy(), { unref: true });
-  });
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
-    server.once("error", onError);
-    server.listen(options.port, options.hostname, () => {
-      server.off("error", onError);
-      resolve();
+  /** A server for `handler`: HTTPS with the certificate `options.tls` loads now, else HTTP. */
+  const create = async (): Promise<http.Server> => {
+    const server = options.tls
+      ? https.createServer({
+        ...checkedPair(await options.tls()),
+        handshakeTimeout: headerTimeoutMs,
+      }, handler)
+      : http.createServer(handler);
+    server.maxConnections = options.maxConnections ?? connectionCap(openFileLimit());
+    // Until its request head has arrived, a connection has `headerTimeoutMs` (with TLS, counted
+    // from the handshake's end; the handshake has as long).
+    server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
+      tracked.set(socket, { cancel: closeAfter(socket, headerTimeoutMs), busy: false });
+      socket.once("close", () => {
+        tracked.get(socket)?.cancel();
+        tracked.delete(socket);
+      });
     });
-  });
+    server.on("error", (err: NodeJS.ErrnoException) => {
+      // EMFILE/ENFILE on accept: refuse for now, never exit; say so at most once a minute.
+      const now = clock.monotonic();
+      if (now - lastAcceptError > 60_000) {
+        lastAcceptError = now;
+        options.logger?.error("http server cannot accept connections; refusing new ones", { err });
+      }
+    });
+    server.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Uint8Array }, socket) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      socket.end(
+        `HTTP/1.1 ${clientErrorStatus(err)}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+      );
+      // Keep reading what the client is still sending (a long URL), so that closing does not
+      // reset the connection before the client has read the answer.
+      socket.resume();
+      clock.setTimer(2_000, () => socket.destroy(), { unref: true });
+    });
+    return server;
+  };
+  /** Listens on `port`; a port just let go by the server being replaced may take a moment. */
+  const listen = async (server: http.Server, port: number, attempts = 1): Promise<void> => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once("error", reject);
+          server.listen(port, options.hostname, () => {
+            server.off("error", reject);
+            resolve();
+          });
+        });
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= attempts) throw err;
+        await sleep(20, undefined, clock);
+      }
+    }
+  };
+  let server = await create();
+  await listen(server, options.port);
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
+  /** Servers still open: the listening one, and replaced ones finishing their connections. */
+  const open = new Set<http.Server>([server]);
   let closing: Promise<void> | undefined;
   const running: RunningServer = {
     hostname: options.hostname,
     port,
     connections: () => tracked.size,
     close: () =>
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Idle connections would hold close() open; busy ones finish their answer first.
-        for (const [socket, t] of tracked) if (!t.busy) socket.destroy();
-      }),
+      closing ??= Promise.all([...open].map((s) =>
+        new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          // Idle connections would hold close() open; busy ones finish their answer first.
+          for (const [socket, t] of tracked) if (!t.busy) socket.destroy();
+        })
+      )).then(() => {}),
   };
+  if (options.tls) {
+    running.reloadTls = async () => {
+      if (closing) return;
+      const next = await create(); // a certificate that does not load keeps the one in use
+      const old = server;
+      // New connections get the new certificate; those open keep theirs until they end.
+      old.close(() => open.delete(old));
+      await listen(next, port, 50);
+      open.add(next);
+      server = next;
+    };
+  }
   if (options.signal?.aborted) void running.close();
   options.signal?.addEventListener("abort", () => void running.close(), { once: true });
   return running;
+}
+
+/** A certificate or key that cannot serve: named, before any connection needs it. */
+export class TlsPairError extends Error {
+  override readonly name = "TlsPairError";
+}
+
+/**
+ * `pair` when its certificate and key parse and belong together.
+ * @throws {TlsPairError} naming which does not
+ */
+export function checkedPair(pair: { cert: string; key: string }): { cert: string; key: string } {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pair.cert);
+  } catch (err) {
+    throw new TlsPairError(`the certificate is not a PEM certificate: ${(err as Error).message}`);
+  }
+  let key;
+  try {
+    key = createPrivateKey(pair.key);
+  } catch (err) {
+    throw new TlsPairError(`the key is not a PEM private key: ${(err as Error).message}`);
+  }
+  if (!cert.checkPrivateKey(key)) {
+    throw new TlsPairError(`the key is not the certificate's (subject ${cert.subject})`);
+  }
+  return pair;
 }
 
 /**

@@ -19,6 +19,8 @@ import { Upstream } from "./upstream.ts";
 export interface IggyHttpOptions {
   /** The read path (the agent's, with its cache and read budget). */
   read: ReadContext;
+  /** PEM of the CA that signed an `https://` broker's certificate (`[agent.broker] tls_ca`). */
+  brokerCa?: string;
   /** `[agent.broker] http_url`. */
   brokerUrl: string;
   /** How long a client token's probe answer is reused (`[agent.iggy_http] auth_cache_ttl`). */
@@ -48,7 +50,7 @@ const POLL_PATH = /^\/streams\/([^/]+)\/topics\/([^/]+)\/messages\/?$/;
  * ```
  */
 export function createIggyHttp(o: IggyHttpOptions): IggyHttp {
-  const upstream = new Upstream(o.brokerUrl);
+  const upstream = new Upstream(o.brokerUrl, { ca: o.brokerCa });
   const calls = new ClientCalls(upstream, o.authCacheTtlMs, o.clock ?? systemClock);
   const logger = o.logger ?? silentLogger;
   const continuity = new ContinuityReaders();

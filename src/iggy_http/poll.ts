@@ -12,7 +12,9 @@ import { type BrokerSide, planPoll } from "../iggy_front/plan.ts";
 import type { BrokerPoll, ClientCalls, PollTarget } from "./client_calls.ts";
 import { errorResponse } from "./errors.ts";
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
-import { messageJson, polledJsonHead } from "./polled_json.ts";
+import { polledJsonHead } from "./polled_json.ts";
+import { messagesPiece } from "./polled_json_bytes.ts";
+import { answerBytesMade } from "../runtime/memory.ts";
 import { numericIds, parsePollQuery, type PollQuery } from "./query.ts";
 
 /** What a poll is served with. */
@@ -29,9 +31,8 @@ export interface PollDeps {
   answered?: () => void;
 }
 
-/** Text of the answer made and encoded at a time, and the read memory that reserves. */
-const PIECE_CHARS = 1 << 20;
-const PIECE_BYTES = 2 * PIECE_CHARS;
+/** Read memory an answer's pieces reserve: the one being made and the one being sent. */
+const PIECE_BYTES = 2 << 20;
 /** How long a poll waits in line for the read memory its answer's pieces need. */
 const BUDGET_WAIT_MS = 2_000;
 
@@ -64,10 +65,18 @@ function streamedPoll(
         release();
         return;
       }
+      if (next < tierd.length) {
+        // tierd's messages, written as bytes (no string per message).
+        const piece = messagesPiece(tierd, next, PIECE_BYTES / 2);
+        next = piece.next;
+        answerBytesMade(piece.bytes.length);
+        controller.enqueue(piece.bytes);
+        return;
+      }
       let piece = "";
-      while (next < total && piece.length < PIECE_CHARS) {
+      while (next < total && piece.length < PIECE_BYTES / 2) {
         if (next > 0) piece += ",";
-        piece += next < tierd.length ? messageJson(tierd[next]) : broker[next - tierd.length];
+        piece += broker[next - tierd.length];
         next++;
       }
       controller.enqueue(encoder.encode(piece));

@@ -61,14 +61,15 @@ export class Upstream {
 
   /**
    * @param baseUrl `[agent.broker] http_url`, e.g. `http://127.0.0.1:3000`
+   * @param options.ca PEM of the CA that signed an `https://` broker's certificate
    * @throws {TypeError} when it is not a URL
    */
-  constructor(baseUrl: string) {
+  constructor(baseUrl: string, options: { ca?: string } = {}) {
     this.#base = new URL(baseUrl);
     const secure = this.#base.protocol === "https:";
     this.#lib = secure ? https : http;
     this.#agent = secure
-      ? new https.Agent({ keepAlive: true, maxSockets: 256 })
+      ? new https.Agent({ keepAlive: true, maxSockets: 256, ca: options.ca })
       : new http.Agent({ keepAlive: true, maxSockets: 256 });
   }
 

@@ -6,6 +6,7 @@
 import type { BrokerConfig } from "../config/schema.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import { foreignTextScrubber, type Scrub } from "../scrub.ts";
+import { fetchWithCa } from "../http/ca_fetch.ts";
 
 /** How much of a broker's error answer an error message quotes. */
 const ANSWER_EXCERPT = 200;
@@ -30,7 +31,7 @@ export class BrokerClient {
   /** The DeleteSegments in flight, which the next one waits for. */
   #deleting: Promise<unknown> = Promise.resolve();
 
-  constructor(cfg: BrokerConfig, fetchFn: Fetch = fetch) {
+  constructor(cfg: BrokerConfig, fetchFn: Fetch = cfg.tls_ca ? fetchWithCa(cfg.tls_ca) : fetch) {
     this.#cfg = cfg;
     this.#fetch = fetchFn;
     this.#scrub = foreignTextScrubber([cfg.password, cfg.personal_access_token]);

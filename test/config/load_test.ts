@@ -96,6 +96,8 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       seal_quiescence: 5_000,
       api_token: "",
       read_auth: "none",
+      tls_cert: "",
+      tls_key: "",
       read_token: "",
       read_auth_insecure: false,
       ops_listen: "",
@@ -105,7 +107,13 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       http_idle_timeout: 30_000,
       http_max_connections: 0,
       read_memory_budget: 0,
-      broker: { http_url: "", username: "", password: "", personal_access_token: "" },
+      broker: {
+        http_url: "",
+        username: "",
+        password: "",
+        personal_access_token: "",
+        tls_ca: "",
+      },
       iggy_http: { listen: "", auth_cache_ttl: 1_000 },
       iggy_tcp: {
         listen: "",

@@ -6,6 +6,7 @@
 // nothing (the broker's own refusal); a broken frame closes only its own connection.
 // Without the servers the suite says why and is ignored (a failure under CI=true).
 import assert from "node:assert/strict";
+import { selfSigned } from "../_tls.ts";
 import { freePort } from "../fixtures/_agent.ts";
 import { findIggyFor, IGGY_ROOT, type IggyServer, startIggy } from "../fixtures/iggy.ts";
 import { tempDir } from "../_util.ts";
@@ -322,35 +323,6 @@ async function scenario08(t: Deno.TestContext): Promise<void> {
     await server?.cleanup();
     await tmp.cleanup();
   }
-}
-
-/** A self-signed certificate for `localhost` (and 127.0.0.1), made with openssl. */
-async function selfSigned(dir: string, name: string): Promise<{ cert: string; key: string }> {
-  const cert = `${dir}/${name}.pem`;
-  const key = `${dir}/${name}.key`;
-  const out = await new Deno.Command("openssl", {
-    args: [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (!out.success) throw new Error(`openssl: ${new TextDecoder().decode(out.stderr)}`);
-  return { cert, key };
 }
 
 async function tlsBothSides(t: Deno.TestContext): Promise<void> {

@@ -16,6 +16,7 @@ function client(answer: Answer, cfg: Partial<{ http_url: string; password: strin
       username: "iggy",
       password: cfg.password ?? PASSWORD,
       personal_access_token: "",
+      tls_ca: "",
     },
     (url, init) => {
       calls.push(`${init.method} ${new URL(url).pathname}`);

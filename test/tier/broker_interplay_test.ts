@@ -487,6 +487,7 @@ async function brokerRig(
     username: "iggy",
     password: options.password ?? "iggy-secret",
     personal_access_token: "",
+    tls_ca: "",
   };
   r.config.agent.evict_via = "broker";
   r.config.topic[0].local_retention_size = 0; // evict everything verified
