@@ -104,6 +104,7 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
 
     const front = `127.0.0.1:${freePort()}`;
     const httpFront = `127.0.0.1:${freePort()}`;
+    const ops = `127.0.0.1:${freePort()}`;
     const agent = tierd = await startTierd({
       dir: tmp.path,
       dataDir: server.dataDir,
@@ -112,7 +113,7 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
       stream: topic.stream,
       topic: topic.topic,
       localRetention: "2 MiB",
-      agentConfig: `read_auth = "iggy"\n`,
+      agentConfig: `read_auth = "iggy"\nops_listen = "${ops}"\n`,
       extraConfig: `\n[agent.iggy_tcp]\nlisten = "${front}"\n` +
         `broker_address = "${server.tcpAddress}"\n[agent.iggy_http]\nlisten = "${httpFront}"\n`,
     });
@@ -189,35 +190,47 @@ async function scenario(t: Deno.TestContext, version: IggyVersion): Promise<void
       }
     };
 
-    await step("tierd's records API asks the broker who may read (read_auth = iggy)", async () => {
-      await topic.client.createUser("no-reader", "no-reader-pw");
-      const records = (auth?: string) =>
-        fetch(
-          `${agent.baseUrl}/v1/streams/${topic.stream}/topics/${topic.topic}/partitions/0/` +
-            `records?offset=0&max_bytes=65536`,
-          { headers: auth ? { authorization: auth } : {} },
+    await step(
+      "tierd's records API asks the broker who may read (read_auth = iggy); ops apart",
+      async () => {
+        await topic.client.createUser("no-reader", "no-reader-pw");
+        const records = (auth?: string) =>
+          fetch(
+            `${agent.baseUrl}/v1/streams/${topic.stream}/topics/${topic.topic}/partitions/0/` +
+              `records?offset=0&max_bytes=65536`,
+            { headers: auth ? { authorization: auth } : {} },
+          );
+        const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${password}`)}`;
+        const none = await records();
+        assert.equal(none.status, 401, "no credentials");
+        assert.match(none.headers.get("www-authenticate") ?? "", /Basic/);
+        await none.body?.cancel();
+        for (const bad of ["Bearer not-a-token", basic("iggy", "wrong-password")]) {
+          const refused = await records(bad);
+          assert.equal(refused.status, 401, bad);
+          await refused.body?.cancel();
+        }
+        const nobody = await records(basic("no-reader", "no-reader-pw"));
+        assert.equal(nobody.status, 403, "a user without permission on the stream");
+        assert.equal((await nobody.json()).error, "forbidden");
+        // Probes and metrics alone on the ops listener; nothing of the data API there.
+        const metricsText = await (await fetch(`http://${ops}/metrics`)).text();
+        assert.match(metricsText, /tierd_iggy_polls_total/);
+        const opsRecords = await fetch(
+          `http://${ops}/v1/streams/${topic.stream}/topics/${topic.topic}/partitions/0/records?offset=0`,
+          { headers: { authorization: basic("iggy", "iggy") } },
         );
-      const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${password}`)}`;
-      const none = await records();
-      assert.equal(none.status, 401, "no credentials");
-      assert.match(none.headers.get("www-authenticate") ?? "", /Basic/);
-      await none.body?.cancel();
-      for (const bad of ["Bearer not-a-token", basic("iggy", "wrong-password")]) {
-        const refused = await records(bad);
-        assert.equal(refused.status, 401, bad);
-        await refused.body?.cancel();
-      }
-      const nobody = await records(basic("no-reader", "no-reader-pw"));
-      assert.equal(nobody.status, 403, "a user without permission on the stream");
-      assert.equal((await nobody.json()).error, "forbidden");
-      for (const auth of [basic("iggy", "iggy"), `Bearer ${topic.client.token}`]) {
-        const ok = await records(auth);
-        assert.equal(ok.status, 200, `${auth.split(" ")[0]}: ${ok.status}`);
-        assert.equal(ok.headers.get("x-tierd-first-offset"), "0");
-        assert.ok(Number(ok.headers.get("x-tierd-records")) > 0);
-        await ok.body?.cancel();
-      }
-    });
+        assert.equal(opsRecords.status, 404, "no records on the ops listener");
+        await opsRecords.body?.cancel();
+        for (const auth of [basic("iggy", "iggy"), `Bearer ${topic.client.token}`]) {
+          const ok = await records(auth);
+          assert.equal(ok.status, 200, `${auth.split(" ")[0]}: ${ok.status}`);
+          assert.equal(ok.headers.get("x-tierd-first-offset"), "0");
+          assert.ok(Number(ok.headers.get("x-tierd-records")) > 0);
+          await ok.body?.cancel();
+        }
+      },
+    );
 
     for (const { kind, sdk } of kinds) {
       await step(`${kind} (${sdk}): offset, first, timestamp and next`, async () => {
