@@ -7,29 +7,17 @@ export async function selfSigned(
 ): Promise<{ cert: string; key: string }> {
   const cert = `${dir}/${name}.pem`;
   const key = `${dir}/${name}.key`;
-  const out = await new Deno.Command("openssl", {
-    args: [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (!out.success) throw new Error(`openssl: ${new TextDecoder().decode(out.stderr)}`);
+  await selfSignedBy(["/CN=localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1"], key, cert);
   return { cert, key };
+}
+
+/** `openssl req -x509`: a new key and a self-signed certificate for [subject, SAN?]. */
+function selfSignedBy([subject, san]: string[], key: string, cert: string): Promise<void> {
+  return openssl([
+    ...["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", subject],
+    ...(san ? ["-addext", san] : []),
+    ...["-keyout", key, "-out", cert],
+  ]);
 }
 
 async function openssl(args: string[]): Promise<void> {
@@ -46,21 +34,7 @@ export async function caAndLeaf(
   name: string,
 ): Promise<{ ca: string; cert: string; key: string }> {
   const p = (ext: string) => `${dir}/${name}.${ext}`;
-  await openssl([
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    `/CN=tierd test CA ${name}`,
-    "-keyout",
-    p("ca.key"),
-    "-out",
-    p("ca.pem"),
-  ]);
+  await selfSignedBy([`/CN=tierd test CA ${name}`], p("ca.key"), p("ca.pem"));
   await openssl([
     "req",
     "-newkey",

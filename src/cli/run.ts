@@ -2,7 +2,6 @@
 // completed every copy it attempted. Otherwise the agent serves its HTTP API (reads, metrics,
 // status page) and repeats passes, woken by a filesystem watch of the partitions it tiers
 // (`partition_watch.ts`) and a periodic scan that backs off while idle, until SIGTERM or SIGINT.
-import { readFile } from "node:fs/promises";
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
@@ -37,6 +36,7 @@ import { IdentityError } from "../ownership/identity.ts";
 import { type KeySpaceLease, KeySpaceOwned } from "../ownership/lease.ts";
 import { OwnerRecordError } from "../ownership/owner_record.ts";
 import type { Config } from "../config/schema.ts";
+import { readPemFile } from "../config/pem_file.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
 import { agentView } from "../runtime/agent_view.ts";
 import { CopyProgress } from "../runtime/progress.ts";
@@ -496,33 +496,20 @@ function readGuardFor(
   }
 }
 
-/** A certificate or key file of tierd's own listeners could not be read. */
-export class ListenerTlsError extends Error {
-  override readonly name = "ListenerTlsError";
-}
-
-async function pemFile(path: string, key: string): Promise<string> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (err) {
-    throw new ListenerTlsError(`${key}: cannot read ${path}: ${(err as Error).message}`);
-  }
-}
-
 /** `agent.tls_cert` and `tls_key` as the listeners load them (again on SIGHUP), if set. */
 function listenerTls(config: Config): (() => Promise<{ cert: string; key: string }>) | undefined {
   const { tls_cert, tls_key } = config.agent;
   if (tls_cert === "") return undefined;
   return async () => ({
-    cert: await pemFile(tls_cert, "agent.tls_cert"),
-    key: await pemFile(tls_key, "agent.tls_key"),
+    cert: await readPemFile(tls_cert, "agent.tls_cert"),
+    key: await readPemFile(tls_key, "agent.tls_key"),
   });
 }
 
 /** The PEM of `[agent.broker] tls_ca`, if set. */
 function brokerCa(config: Config): Promise<string | undefined> {
   const path = config.agent.broker.tls_ca;
-  return path === "" ? Promise.resolve(undefined) : pemFile(path, "agent.broker.tls_ca");
+  return path === "" ? Promise.resolve(undefined) : readPemFile(path, "agent.broker.tls_ca");
 }
 
 function serverUrl(server: RunningServer): string {

@@ -1,27 +1,15 @@
 // The binary front as `[agent.iggy_tcp]` configures it: addresses parsed, certificate files read
 // once at start (a file that cannot be read stops the start with its path named).
-import { readFile } from "node:fs/promises";
 import { parseListen } from "../config/listen.ts";
 import type { IggyTcpConfig } from "../config/schema.ts";
+import { readPemFile } from "../config/pem_file.ts";
 import { type IggyTcp, type IggyTcpOptions, startIggyTcp } from "./front.ts";
 
-/** A certificate or key file of `[agent.iggy_tcp]` could not be read. */
-export class IggyTcpConfigError extends Error {
-  override readonly name = "IggyTcpConfigError";
-}
-
-async function pem(path: string, key: string): Promise<string> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    throw new IggyTcpConfigError(`agent.iggy_tcp.${key}: cannot read ${path}: ${why}`);
-  }
-}
+const pem = (path: string, key: string) => readPemFile(path, `agent.iggy_tcp.${key}`);
 
 /**
  * Starts the front `c` describes (its `listen` must be set).
- * @throws {IggyTcpConfigError} when a certificate file cannot be read
+ * @throws {PemFileError} when a certificate file cannot be read
  */
 export async function startIggyTcpFromConfig(
   c: IggyTcpConfig,

@@ -22,6 +22,42 @@ export function startRouteEcho(tls?: { cert: string; key: string }) {
   });
 }
 
+/**
+ * Runs this script under Bun (the single binary's runtime) from a Deno test, with `args`.
+ * @returns its port once it listens, and how to stop it
+ */
+export async function spawnBunEcho(
+  args: string[] = [],
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const child = new Deno.Command("npx", {
+    args: ["-y", "bun@1", new URL(import.meta.url).pathname, ...args],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stop = async () => {
+    await child.stdin.close().catch(() => {});
+    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await child.status;
+    clearTimeout(kill);
+    await lines.cancel().catch(() => {});
+  };
+  let out = "";
+  try {
+    for (;;) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`bun ended before listening: ${out}`);
+      out += value;
+      const m = /port (\d+)/.exec(out);
+      if (m) return { port: Number(m[1]), stop };
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
 if (import.meta.main) {
   // `bun _route_echo.ts [cert.pem key.pem]`
   const [cert, key] = process.argv.slice(2);

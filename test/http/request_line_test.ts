@@ -5,12 +5,9 @@
 // attacker sends get an answer, never a reset or a hang: 414 for a long target (inside and past
 // the parser's limit), 405 for TRACE, 400 for a GET with a body and for asterisk-form.
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import fc from "fast-check";
-import { startRouteEcho } from "./_route_echo.ts";
+import { spawnBunEcho, startRouteEcho } from "./_route_echo.ts";
 import { routeTarget, TargetError } from "../../src/http/target.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
 
 interface RawAnswer {
   status: number;
@@ -183,30 +180,11 @@ Deno.test("Deno: the route is the request line's, never Host's; odd targets get 
 });
 
 Deno.test("Bun (the binary's runtime): the same", async () => {
-  const child = new Deno.Command("npx", {
-    args: ["-y", "bun@1", join(ROOT, "test/http/_route_echo.ts")],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const bun = await spawnBunEcho();
   try {
-    let out = "";
-    let port: number | undefined;
-    while (port === undefined) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`bun ended before listening: ${out}`);
-      out += value;
-      const m = /port (\d+)/.exec(out);
-      if (m) port = Number(m[1]);
-    }
-    await requestLineCases(port);
+    await requestLineCases(bun.port);
   } finally {
-    await child.stdin.close();
-    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
-    await child.status;
-    clearTimeout(kill);
-    await lines.cancel().catch(() => {});
+    await bun.stop();
   }
 });
 

@@ -7,9 +7,7 @@ import { copyFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { caAndLeaf } from "../_tls.ts";
 import { tempDir } from "../_util.ts";
-import { startRouteEcho } from "./_route_echo.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
+import { spawnBunEcho, startRouteEcho } from "./_route_echo.ts";
 
 /** GET `path` over HTTPS trusting only `caPem`: the route echoed, or the error's name. */
 async function getTrusting(port: number, caPem: string, path: string): Promise<string> {
@@ -65,32 +63,16 @@ Deno.test("Deno: HTTPS with the configured certificate; a reload takes new files
 
 Deno.test("Bun (the binary's runtime): HTTPS with the configured certificate", async () => {
   const tmp = await tempDir("tierd-tls-bun");
-  const a = await caAndLeaf(tmp.path, "a");
-  const child = new Deno.Command("npx", {
-    args: ["-y", "bun@1", join(ROOT, "test/http/_route_echo.ts"), a.cert, a.key],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   try {
-    let out = "";
-    let port: number | undefined;
-    while (port === undefined) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`bun ended before listening: ${out}`);
-      out += value;
-      const m = /port (\d+)/.exec(out);
-      if (m) port = Number(m[1]);
+    const a = await caAndLeaf(tmp.path, "a");
+    const bun = await spawnBunEcho([a.cert, a.key]);
+    try {
+      const pem = await Deno.readTextFile(a.ca);
+      assert.equal(await getTrusting(bun.port, pem, "/v1/status"), "/v1/status");
+    } finally {
+      await bun.stop();
     }
-    const pem = await Deno.readTextFile(a.ca);
-    assert.equal(await getTrusting(port, pem, "/v1/status"), "/v1/status");
   } finally {
-    await child.stdin.close();
-    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
-    await child.status;
-    clearTimeout(kill);
-    await lines.cancel().catch(() => {});
     await tmp.cleanup();
   }
 });
