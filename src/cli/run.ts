@@ -439,10 +439,20 @@ async function runAgent(
       logger,
       clock,
     });
+    const reloadFront = tcpFront.reloadTls;
+    if (reloadFront) {
+      const key = front === config.agent.iggy_tcp ? "agent.iggy_tcp" : "agent";
+      reloadTls.push(async () =>
+        reloadFront({
+          cert: await readPemFile(front.tls_cert, `${key}.tls_cert`),
+          key: await readPemFile(front.tls_key, `${key}.tls_key`),
+        })
+      );
+    }
     logger.info("iggy tcp front listening", {
       address: `${tcpFront.hostname}:${tcpFront.port}`,
       broker: config.agent.iggy_tcp.broker_address,
-      tls: config.agent.iggy_tcp.tls_cert !== "",
+      tls: front.tls_cert !== "",
     });
   }
   try {

@@ -7,7 +7,6 @@
 // streamed with backpressure: a slow client holds a bounded window, not the whole answer.
 import http from "node:http";
 import https from "node:https";
-import { createPrivateKey, X509Certificate } from "node:crypto";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
@@ -15,6 +14,7 @@ import { parseListen } from "../config/listen.ts";
 import type { Logger } from "../log.ts";
 import { openFileLimit } from "../runtime/limits.ts";
 import { MAX_TARGET_BYTES, routeTarget, TargetError } from "./target.ts";
+import { checkedPair } from "../config/pem_file.ts";
 
 /** Something that answers requests, such as a Hono app. */
 export interface FetchHandler {
@@ -213,34 +213,6 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
   if (options.signal?.aborted) void running.close();
   options.signal?.addEventListener("abort", () => void running.close(), { once: true });
   return running;
-}
-
-/** A certificate or key that cannot serve: named, before any connection needs it. */
-export class TlsPairError extends Error {
-  override readonly name = "TlsPairError";
-}
-
-/**
- * `pair` when its certificate and key parse and belong together.
- * @throws {TlsPairError} naming which does not
- */
-export function checkedPair(pair: { cert: string; key: string }): { cert: string; key: string } {
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(pair.cert);
-  } catch (err) {
-    throw new TlsPairError(`the certificate is not a PEM certificate: ${(err as Error).message}`);
-  }
-  let key;
-  try {
-    key = createPrivateKey(pair.key);
-  } catch (err) {
-    throw new TlsPairError(`the key is not a PEM private key: ${(err as Error).message}`);
-  }
-  if (!cert.checkPrivateKey(key)) {
-    throw new TlsPairError(`the key is not the certificate's (subject ${cert.subject})`);
-  }
-  return pair;
 }
 
 /**

@@ -5,7 +5,8 @@
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import type { EventEmitter } from "node:events";
 import { createServer as createTlsServer } from "node:tls";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
+import { checkedPair } from "../config/pem_file.ts";
 import { NameCache } from "../iggy_front/names.ts";
 import { LocalHints } from "../iggy_front/plan.ts";
 import { type Logger, silentLogger } from "../log.ts";
@@ -45,6 +46,11 @@ export interface IggyTcp {
   connections(): number;
   /** Stops listening and closes every connection. */
   close(): Promise<void>;
+  /**
+   * With TLS: serves new connections with this certificate and key (open ones keep theirs).
+   * @throws {TlsPairError} when they do not parse or do not belong together; the pair in use stays
+   */
+  reloadTls?(pair: { cert: string; key: string }): Promise<void>;
 }
 
 /**
@@ -85,35 +91,60 @@ export async function startIggyTcp(o: IggyTcpOptions): Promise<IggyTcp> {
       o.metrics.iggyConnections.set({ listener: "tcp" }, open.size);
     });
   };
-  const server = o.tls
-    ? createTlsServer({ cert: o.tls.cert, key: o.tls.key }, accept)
-    : createServer(accept);
-  // Typed as an emitter: with npm packages' Node types in the same check, `net.Server` loses its
-  // EventEmitter methods in Deno's type checker (the value has them in every runtime).
-  const events = server as unknown as EventEmitter;
-  events.on("error", (err: Error) => logger.warn("iggy tcp: listener error", { err }));
-  if (o.tls) {
-    events.on(
-      "tlsClientError",
-      () => o.metrics.iggyErrors.inc({ listener: "tcp", kind: "client_tls" }),
-    );
-  }
-  await new Promise<void>((resolve, reject) => {
-    events.once("error", reject);
-    server.listen(o.port, o.hostname, () => {
-      events.off("error", reject);
-      resolve();
-    });
-  });
+  /** A listener for `accept`: TLS with `pair`, else plain TCP. */
+  const create = (pair?: { cert: string; key: string }) => {
+    const server = pair ? createTlsServer({ ...checkedPair(pair) }, accept) : createServer(accept);
+    // Typed as an emitter: with npm packages' Node types in the same check, `net.Server` loses
+    // its EventEmitter methods in Deno's type checker (the value has them in every runtime).
+    const events = server as unknown as EventEmitter;
+    events.on("error", (err: Error) => logger.warn("iggy tcp: listener error", { err }));
+    if (pair) {
+      events.on(
+        "tlsClientError",
+        () => o.metrics.iggyErrors.inc({ listener: "tcp", kind: "client_tls" }),
+      );
+    }
+    return { server, events };
+  };
+  const listen = async (l: ReturnType<typeof create>, port: number, attempts = 1) => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          l.events.once("error", reject);
+          l.server.listen(port, o.hostname, () => {
+            l.events.off("error", reject);
+            resolve();
+          });
+        });
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= attempts) throw err;
+        await sleep(20, undefined, clock);
+      }
+    }
+  };
+  let listener = create(o.tls);
+  await listen(listener, o.port);
+  const server = listener.server;
   const address = server.address() as AddressInfo;
-  return {
+  const front: IggyTcp = {
     hostname: o.hostname,
     port: address.port,
     connections: () => open.size,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        listener.server.close(() => resolve());
         for (const s of open) s.destroy();
       }),
   };
+  if (o.tls) {
+    front.reloadTls = async (pair) => {
+      const next = create(pair); // a pair that does not load keeps the one in use
+      // New connections get the new certificate; those open keep theirs until they end.
+      listener.server.close();
+      await listen(next, address.port, 50);
+      listener = next;
+    };
+  }
+  return front;
 }

@@ -335,6 +335,7 @@ async function tlsBothSides(t: Deno.TestContext): Promise<void> {
   try {
     const brokerCert = await selfSigned(tmp.path, "broker");
     const frontCert = await selfSigned(tmp.path, "front");
+    await Deno.copyFile(frontCert.cert, `${tmp.path}/front-first.pem`);
     const broker = server = await startIggy(availability.binaries["0.8.0"], {
       editConfig: (text) =>
         text.replace(
@@ -389,6 +390,24 @@ async function tlsBothSides(t: Deno.TestContext): Promise<void> {
         assert.equal(hex(b.bytes), hex(a.bytes));
       },
     );
+    await steps.run("SIGHUP renews the front's certificate for new connections", async () => {
+      const renewed = await selfSigned(tmp.path, "front-renewed");
+      await Deno.copyFile(renewed.cert, frontCert.cert);
+      await Deno.copyFile(renewed.key, frontCert.key);
+      tierd!.agent.kill("SIGHUP");
+      await waitUntil("tierd to say the certificate was reloaded", 20_000, () =>
+        Promise.resolve(
+          /tls certificate reloaded/.test(tierd!.agent.output()) || undefined,
+        ));
+      const trusting = (pem: string) =>
+        RawIggyTcp.connect(front, { ca: pem, servername: "localhost" });
+      const renewedPem = await Deno.readTextFile(renewed.cert);
+      const via = await trusting(renewedPem);
+      open.push(via);
+      await via.login(IGGY_ROOT.username, IGGY_ROOT.password);
+      const oldPem = await Deno.readTextFile(`${tmp.path}/front-first.pem`);
+      await assert.rejects(trusting(oldPem), "a client trusting only the old certificate");
+    });
     await steps.run("a client that will not speak TLS to the front gets no answer", async () => {
       const plain = await RawIggyTcp.connect(front);
       open.push(plain);
