@@ -18,6 +18,7 @@ import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/registry.ts";
 import { observePartitions, type TierdMetrics } from "../metrics/tierd.ts";
 import type { ReadContext } from "../read/context.ts";
+import { reserveRead } from "../read/read_budget.ts";
 import { readToJson } from "../read/json.ts";
 import { ParamError, parseId, parseMaxBytes, parseStart } from "../read/params.ts";
 import { summarizePartitions } from "../read/partitions.ts";
@@ -71,8 +72,6 @@ export type { AgentView, PartitionJson, StatusJson } from "./status_model.ts";
 
 const RECORD_QUERY = new Set(["offset", "timestamp", "max_bytes", "format"]);
 
-/** How long a read waits in line for read memory before it answers 503. */
-const BUDGET_WAIT_MS = 2_000;
 /**
  * Bytes a JSON read holds at its peak per record byte: the records, the decoded messages with
  * their payloads in base64 (4/3), the JSON text of the answer and its encoded bytes (each a
@@ -254,7 +253,7 @@ export function createApp(o: AppOptions): Hono {
     const reserve = format === "json"
       ? maxBytes * JSON_PEAK_PER_RECORD_BYTE
       : Math.min(maxBytes, STREAMED_READ_BYTES);
-    const release = await o.read.budget?.acquire(reserve, BUDGET_WAIT_MS) ?? (() => {});
+    const release = await reserveRead(o.read.budget, reserve);
     // A read that starts where another read of this partition ended is that reader going on:
     // it gets readahead without any header. A given `x-tierd-reader` names it instead.
     const label = `${ids.stream}/${ids.topic}/${ids.partition}`;

@@ -23,6 +23,7 @@ import type { PartitionId } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type Catalog, catalogFormat, type CatalogSegment, loadCatalog } from "../read/catalog.ts";
 import type { ReadContext } from "../read/context.ts";
+import { reserveRead } from "../read/read_budget.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import { OffsetPastEnd, UnknownPartition } from "../read/errors.ts";
 import { readRecords } from "../read/read_records.ts";
@@ -35,8 +36,6 @@ import { timestampStart08 } from "./timestamp_08.ts";
 export const MAX_POLL_BYTES = 32 * 1024 * 1024;
 /** Rounds of "the broker dropped more while we read" a poll retries before answering. */
 const MAX_ROUNDS = 3;
-/** How long a poll waits in line for read memory for the broker's part of its answer. */
-const BUDGET_WAIT_MS = 2_000;
 
 /** A polling strategy, as `PollingKind` names it. */
 export type PollKind = "offset" | "timestamp" | "first" | "last" | "next";
@@ -360,7 +359,7 @@ export async function planPoll<R>(
       const perMessage = tierd.length > 0 ? Math.max(1, used / tierd.length) : 1;
       const room = Math.max(1, Math.floor(bytesLeft / perMessage));
       const rest = await broker.pollFrom(from, Math.min(ask.count - tierd.length, room));
-      releases.push(await deps.read.budget?.acquire(rest.size, BUDGET_WAIT_MS) ?? (() => {}));
+      releases.push(await reserveRead(deps.read.budget, rest.size));
       if (rest.firstOffset !== undefined && rest.firstOffset > from) {
         // The broker dropped more since the probe: those offsets are tierd's to read too.
         until = rest.firstOffset;

@@ -10,6 +10,7 @@ import { MESSAGE_HEADER_SIZE } from "../format/iggy08.ts";
 import { FRAME_HEADER_SIZE } from "../format/iggy09.ts";
 import type { FormatName } from "../format/types.ts";
 import type { ReadContext } from "../read/context.ts";
+import { reserveRead } from "../read/read_budget.ts";
 import { OffsetBelowRetention, OffsetPastEnd } from "../read/errors.ts";
 import { readRecords, type ReadResult } from "../read/read_records.ts";
 import type { Message } from "../format/types.ts";
@@ -31,8 +32,6 @@ export const CHUNK_BYTES = 4 * 1024 * 1024;
 const MIN_READ_BYTES = 64 * 1024;
 /** The size assumed per message before the first read has shown the partition's. */
 const GUESS_MESSAGE_BYTES = 1024;
-/** How long a read waits in line for read memory before the poll answers 503. */
-const BUDGET_WAIT_MS = 2_000;
 
 /** What to read. */
 export interface RemoteRange {
@@ -88,7 +87,7 @@ export async function readRemote(
     // About what the messages still wanted take, by the size of those read so far.
     const wanted = Math.ceil((range.count - messages.length) * perMessage * 1.25);
     const want = Math.min(CHUNK_BYTES, range.maxBytes - taken, Math.max(MIN_READ_BYTES, wanted));
-    releases.push(await ctx.budget?.acquire(want, BUDGET_WAIT_MS) ?? (() => {}));
+    releases.push(await reserveRead(ctx.budget, want));
     let r: ReadResult;
     try {
       r = await readRecords(ctx, {

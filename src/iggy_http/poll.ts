@@ -7,6 +7,7 @@ import type { Logger } from "../log.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import type { ReadContext } from "../read/context.ts";
+import { reserveRead } from "../read/read_budget.ts";
 import { type NameCache, sameIds } from "../iggy_front/names.ts";
 import { type BrokerSide, planPoll } from "../iggy_front/plan.ts";
 import type { BrokerPoll, ClientCalls, PollTarget } from "./client_calls.ts";
@@ -33,8 +34,6 @@ export interface PollDeps {
 
 /** Read memory an answer's pieces reserve: the one being made and the one being sent. */
 const PIECE_BYTES = 2 << 20;
-/** How long a poll waits in line for the read memory its answer's pieces need. */
-const BUDGET_WAIT_MS = 2_000;
 
 /**
  * The poll answer as the broker writes it (`polledJson`), made as the client takes it: the
@@ -141,7 +140,7 @@ export async function servePoll(
     // The pieces being made and sent, beside the records the answer holds already.
     let pieces: () => void;
     try {
-      pieces = await deps.read.budget?.acquire(PIECE_BYTES, BUDGET_WAIT_MS) ?? (() => {});
+      pieces = await reserveRead(deps.read.budget, PIECE_BYTES);
     } catch (err) {
       answer.release();
       throw err;

@@ -22,6 +22,7 @@ import {
 } from "../iggy_front/plan.ts";
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import type { ReadContext } from "../read/context.ts";
+import { reserveRead } from "../read/read_budget.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import { decodePolled08, encodeMessage08, polledPayload08 } from "./polled_08.ts";
 import {
@@ -129,8 +130,6 @@ export interface TcpPollResult {
 }
 
 const NOTHING = () => {};
-/** How long a poll waits in line for the read memory its answer's building needs. */
-const BUDGET_WAIT_MS = 2_000;
 const U64_MAX = (1n << 64n) - 1n;
 
 /** The head of a poll answer and its first and last offsets. */
@@ -431,7 +430,7 @@ export async function servePoll(
       }
     }
     const building = 3 * (recordBytes + (answer.broker?.size ?? 0));
-    const built = await deps.read.budget?.acquire(building, BUDGET_WAIT_MS) ?? NOTHING;
+    const built = await reserveRead(deps.read.budget, building);
     const held = answer.release;
     answer.release = () => {
       built();

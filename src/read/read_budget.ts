@@ -104,3 +104,15 @@ export function readBudgetBytes(configured: number, cacheSize: number): number {
   const fromCache = Number.isFinite(cacheSize) ? cacheSize / 16 : 512 * MiB;
   return Math.round(Math.min(512 * MiB, Math.max(64 * MiB, fromCache)));
 }
+
+/** How long a read waits in line for read memory before it answers 503 (Retry-After). */
+export const READ_BUDGET_WAIT_MS = 2_000;
+
+/**
+ * Reserves `bytes` of `budget` for a read, waiting up to {@link READ_BUDGET_WAIT_MS}.
+ * @returns what gives them back (a no-op without a budget: reads are not limited)
+ * @throws {ReadBudgetExceeded} when the wait runs out
+ */
+export function reserveRead(budget: ReadBudget | undefined, bytes: number): Promise<() => void> {
+  return budget?.acquire(bytes, READ_BUDGET_WAIT_MS) ?? Promise.resolve(() => {});
+}
