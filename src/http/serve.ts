@@ -9,10 +9,11 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import { parseListen } from "../config/listen.ts";
 import type { Logger } from "../log.ts";
 import { openFileLimit } from "../runtime/limits.ts";
+import { listenOn } from "../runtime/listen.ts";
 import { MAX_TARGET_BYTES, routeTarget, TargetError } from "./target.ts";
 import { checkedPair } from "../config/pem_file.ts";
 
@@ -160,26 +161,8 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
     });
     return server;
   };
-  /** Listens on `port`; a port just let go by the server being replaced may take a moment. */
-  const listen = async (server: http.Server, port: number, attempts = 1): Promise<void> => {
-    for (let attempt = 1;; attempt++) {
-      try {
-        await new Promise<void>((resolve, reject) => {
-          server.once("error", reject);
-          server.listen(port, options.hostname, () => {
-            server.off("error", reject);
-            resolve();
-          });
-        });
-        return;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= attempts) throw err;
-        await sleep(20, undefined, clock);
-      }
-    }
-  };
   let server = await create();
-  await listen(server, options.port);
+  await listenOn(server, options.hostname, options.port, { clock });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   /** Servers still open: the listening one, and replaced ones finishing their connections. */
@@ -205,7 +188,7 @@ export async function serve(app: FetchHandler, options: ServeOptions): Promise<R
       const old = server;
       // New connections get the new certificate; those open keep theirs until they end.
       old.close(() => open.delete(old));
-      await listen(next, port, 50);
+      await listenOn(next, options.hostname, port, { attempts: 50, clock });
       open.add(next);
       server = next;
     };

@@ -5,7 +5,8 @@
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import type { EventEmitter } from "node:events";
 import { createServer as createTlsServer } from "node:tls";
-import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../../providers/clock.ts";
+import { listenOn } from "../runtime/listen.ts";
 import { checkedPair } from "../config/pem_file.ts";
 import { NameCache } from "../iggy_front/names.ts";
 import { LocalHints } from "../iggy_front/plan.ts";
@@ -104,28 +105,10 @@ export async function startIggyTcp(o: IggyTcpOptions): Promise<IggyTcp> {
         () => o.metrics.iggyErrors.inc({ listener: "tcp", kind: "client_tls" }),
       );
     }
-    return { server, events };
+    return server;
   };
-  const listen = async (l: ReturnType<typeof create>, port: number, attempts = 1) => {
-    for (let attempt = 1;; attempt++) {
-      try {
-        await new Promise<void>((resolve, reject) => {
-          l.events.once("error", reject);
-          l.server.listen(port, o.hostname, () => {
-            l.events.off("error", reject);
-            resolve();
-          });
-        });
-        return;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= attempts) throw err;
-        await sleep(20, undefined, clock);
-      }
-    }
-  };
-  let listener = create(o.tls);
-  await listen(listener, o.port);
-  const server = listener.server;
+  let server = create(o.tls);
+  await listenOn(server, o.hostname, o.port, { clock });
   const address = server.address() as AddressInfo;
   const front: IggyTcp = {
     hostname: o.hostname,
@@ -133,7 +116,7 @@ export async function startIggyTcp(o: IggyTcpOptions): Promise<IggyTcp> {
     connections: () => open.size,
     close: () =>
       new Promise<void>((resolve) => {
-        listener.server.close(() => resolve());
+        server.close(() => resolve());
         for (const s of open) s.destroy();
       }),
   };
@@ -141,9 +124,9 @@ export async function startIggyTcp(o: IggyTcpOptions): Promise<IggyTcp> {
     front.reloadTls = async (pair) => {
       const next = create(pair); // a pair that does not load keeps the one in use
       // New connections get the new certificate; those open keep theirs until they end.
-      listener.server.close();
-      await listen(next, address.port, 50);
-      listener = next;
+      server.close();
+      await listenOn(next, o.hostname, address.port, { attempts: 50, clock });
+      server = next;
     };
   }
   return front;
