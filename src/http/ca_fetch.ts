@@ -1,53 +1,37 @@
 // A `fetch` for a broker whose HTTPS certificate a private CA signed (`[agent.broker] tls_ca`):
-// Deno's and Bun's own `fetch` take no CA option they share, so this one goes through
-// `node:https`, which both provide, with the CA file read at the first request.
+// Deno's and Bun's own `fetch` take no CA option they share, so this one sends through the
+// broker connection pool the Iggy listener uses (`Upstream`, over `node:https`, which both
+// runtimes provide), with the CA file read at the first request.
 import { readFile } from "node:fs/promises";
-import http from "node:http";
-import https from "node:https";
-import { Readable } from "node:stream";
+import { Upstream } from "../iggy_http/upstream.ts";
 
-/** A `fetch` trusting the CA in the PEM file at `caPath` (plain `http:` URLs go as they are). */
+/**
+ * A `fetch` to one broker (the origin of the first URL it is given) trusting the CA in the PEM
+ * file at `caPath`.
+ */
 export function fetchWithCa(
   caPath: string,
 ): (input: string, init: RequestInit) => Promise<Response> {
-  let agent: Promise<https.Agent> | undefined;
+  let upstream: Promise<Upstream> | undefined;
   return async (input, init) => {
-    agent ??= readFile(caPath, "utf8").then((ca) =>
-      new https.Agent({ keepAlive: true, maxSockets: 64, ca })
-    );
     const url = new URL(input);
-    const secure = url.protocol === "https:";
-    const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((v, k) => (headers[k] = v));
+    upstream ??= readFile(caPath, "utf8").then((ca) => new Upstream(url.origin, { ca }));
     const body = typeof init.body === "string"
       ? new TextEncoder().encode(init.body)
       : init.body instanceof Uint8Array
       ? init.body
       : undefined;
-    if (body) headers["content-length"] = String(body.length);
-    const lib = secure ? https : http;
-    const options = {
+    const res = await (await upstream).send({
       method: init.method ?? "GET",
-      headers,
-      agent: secure ? await agent : undefined,
-    };
-    return await new Promise<Response>((resolve, reject) => {
-      const req = lib.request(url, { ...options, signal: init.signal ?? undefined }, (res) => {
-        const out = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) {
-          for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.append(k, one);
-        }
-        const empty = res.statusCode === 204 || res.statusCode === 304;
-        if (empty) res.resume();
-        resolve(
-          new Response(empty ? null : Readable.toWeb(res) as ReadableStream<Uint8Array>, {
-            status: res.statusCode ?? 502,
-            headers: out,
-          }),
-        );
-      });
-      req.once("error", reject);
-      req.end(body);
+      path: url.pathname + url.search,
+      headers: new Headers(init.headers),
+      body,
+      signal: init.signal ?? undefined,
+    });
+    return new Response(res.body, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
     });
   };
 }
