@@ -14,6 +14,7 @@ import { ClientCalls } from "../iggy_http/client_calls.ts";
 import { BrokerRefused, IggyHttpError } from "../iggy_http/errors.ts";
 import { parsePollQuery } from "../iggy_http/query.ts";
 import type { Upstream } from "../iggy_http/upstream.ts";
+import { loginToken } from "../tier/broker_client.ts";
 import { tokensMatch } from "./auth.ts";
 import { ApiError } from "./errors.ts";
 
@@ -72,14 +73,8 @@ export function iggyReadGuard(upstream: Upstream, ttlMs: number, clock: Clock): 
     if (res.status !== 200) {
       throw unauthorized(`the broker refused these credentials (HTTP ${res.status})`);
     }
-    let token: unknown;
-    try {
-      const json = JSON.parse(new TextDecoder().decode(res.body));
-      token = typeof json.access_token === "string" ? json.access_token : json.access_token?.token;
-    } catch {
-      token = undefined;
-    }
-    if (typeof token !== "string" || token === "") {
+    const token = loginToken(new TextDecoder().decode(res.body));
+    if (token === undefined) {
       throw new ApiError(502, "broker_answer_unreadable", "the broker's login answer has no token");
     }
     if (logins.size >= 10_000) logins.clear();

@@ -21,6 +21,22 @@ export class BrokerError extends Error {
 
 type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 
+/**
+ * The access token in the broker's answer to a login (`POST /users/login`, or
+ * `/personal-access-tokens/login`): `access_token.token`, or `access_token` itself as a string.
+ * @returns undefined when the answer holds none
+ */
+export function loginToken(text: string): string | undefined {
+  let token: unknown;
+  try {
+    const json = JSON.parse(text) as { access_token?: { token?: unknown } | string };
+    token = typeof json.access_token === "string" ? json.access_token : json.access_token?.token;
+  } catch {
+    return undefined;
+  }
+  return typeof token === "string" && token !== "" ? token : undefined;
+}
+
 /** A logged-in client of the broker's HTTP API; logs in again when the token is refused. */
 export class BrokerClient {
   #cfg: BrokerConfig;
@@ -85,14 +101,8 @@ export class BrokerClient {
         res.status,
       );
     }
-    let token: unknown;
-    try {
-      const json = JSON.parse(text) as { access_token?: { token?: unknown } | string };
-      token = typeof json.access_token === "string" ? json.access_token : json.access_token?.token;
-    } catch {
-      token = undefined;
-    }
-    if (typeof token !== "string" || token === "") {
+    const token = loginToken(text);
+    if (token === undefined) {
       throw new BrokerError(`broker login at ${path} answered without an access token`);
     }
     return token;
