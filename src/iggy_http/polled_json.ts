@@ -13,13 +13,20 @@ import { base64, userHeadersJson } from "./user_headers.ts";
 
 /** One message as the broker writes it. */
 export function messageJson(p: PolledMessage): string {
+  const { head, tail } = messageJsonAround(p);
+  return `${head}${base64(p.message.payload)}${tail}`;
+}
+
+/** A message's JSON text before its payload's base64, and after it. */
+export function messageJsonAround(p: PolledMessage): { head: string; tail: string } {
   const m = p.message;
-  return `{"header":{"checksum":${p.checksum},"id":${m.id},"offset":${m.offset},` +
-    `"timestamp":${m.timestamp},"origin_timestamp":${m.originTimestamp},` +
-    `"user_headers_length":${m.userHeaders.length},"payload_length":${m.payload.length},` +
-    `"reserved":0},"payload":"${base64(m.payload)}","user_headers":${
-      userHeadersJson(m.userHeaders)
-    }}`;
+  return {
+    head: `{"header":{"checksum":${p.checksum},"id":${m.id},"offset":${m.offset},` +
+      `"timestamp":${m.timestamp},"origin_timestamp":${m.originTimestamp},` +
+      `"user_headers_length":${m.userHeaders.length},"payload_length":${m.payload.length},` +
+      `"reserved":0},"payload":"`,
+    tail: `","user_headers":${userHeadersJson(m.userHeaders)}}`,
+  };
 }
 
 /**

@@ -1,10 +1,8 @@
 // The poll answer's messages written straight into bytes, the same bytes `messageJson` would
-// encode to (polled_json.ts): payloads in base64 without an intermediate string, so that an
-// answer of tens of MiB leaves its pieces behind and little else for the collector — strings
-// built per message are what let the agent's resident set climb far past the read memory budget
-// under concurrent large polls.
+// encode to (polled_json.ts, whose layout they share): payloads in base64 without an
+// intermediate string, so that an answer of tens of MiB makes little garbage besides its pieces.
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
-import { userHeadersJson } from "./user_headers.ts";
+import { messageJsonAround } from "./polled_json.ts";
 
 const ALPHABET = new TextEncoder().encode(
   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
@@ -39,18 +37,10 @@ export function writeBase64(bytes: Uint8Array, out: Uint8Array, at: number): num
   return at;
 }
 
-/** The text of a message before its payload, and after it. */
+/** A message's JSON before its payload and after it, as bytes. */
 function around(p: PolledMessage): { head: Uint8Array; tail: Uint8Array } {
-  const m = p.message;
-  return {
-    head: encoder.encode(
-      `{"header":{"checksum":${p.checksum},"id":${m.id},"offset":${m.offset},` +
-        `"timestamp":${m.timestamp},"origin_timestamp":${m.originTimestamp},` +
-        `"user_headers_length":${m.userHeaders.length},"payload_length":${m.payload.length},` +
-        `"reserved":0},"payload":"`,
-    ),
-    tail: encoder.encode(`","user_headers":${userHeadersJson(m.userHeaders)}}`),
-  };
+  const { head, tail } = messageJsonAround(p);
+  return { head: encoder.encode(head), tail: encoder.encode(tail) };
 }
 
 /**
