@@ -15,7 +15,6 @@ import { errorResponse } from "./errors.ts";
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import { polledJsonHead } from "./polled_json.ts";
 import { messagesPiece } from "./polled_json_bytes.ts";
-import { answerBytesMade } from "../runtime/memory.ts";
 import { numericIds, parsePollQuery, type PollQuery } from "./query.ts";
 
 /** What a poll is served with. */
@@ -68,7 +67,6 @@ function streamedPoll(
         // tierd's messages, written as bytes (no string per message).
         const piece = messagesPiece(tierd, next, PIECE_BYTES / 2);
         next = piece.next;
-        answerBytesMade(piece.bytes.length);
         controller.enqueue(piece.bytes);
         return;
       }

@@ -12,22 +12,3 @@ export function collectBootGarbage(): void {
   const bun = (globalThis as { Bun?: BunRuntime }).Bun;
   bun?.gc(true);
 }
-
-let madeSinceCollection = 0;
-
-/** Bytes of answers made between two collections asked for. */
-const COLLECT_EVERY_BYTES = 64 * 1024 * 1024;
-
-/**
- * Counts bytes of answer made for a client (a poll's JSON pieces): every 64 MiB of them, asks
- * Bun for a collection in the background. Those pieces, and the messages decoded for them, are
- * garbage once sent, and JavaScriptCore left to its own pace lets the garbage of concurrent large
- * answers pile up to several times the read memory budget. A no-op elsewhere (V8 keeps pace).
- */
-export function answerBytesMade(bytes: number): void {
-  madeSinceCollection += bytes;
-  if (madeSinceCollection < COLLECT_EVERY_BYTES) return;
-  madeSinceCollection = 0;
-  const bun = (globalThis as { Bun?: BunRuntime }).Bun;
-  bun?.gc(false);
-}
