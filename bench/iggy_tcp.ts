@@ -25,6 +25,7 @@ import { findIggy, IGGY_ROOT, type IggyServer, startIggy } from "../test/fixture
 import { IggyHttp } from "../test/e2e/_iggy_http.ts";
 import { logStarts } from "../test/e2e/_iggy_watch.ts";
 import { seededUint32 } from "../providers/rng.ts";
+import { concatBytes } from "../providers/bytes.ts";
 import type { PollMessagesRequest } from "../src/iggy_tcp/wire.ts";
 import {
   IggyTcpClient,
@@ -692,13 +693,7 @@ async function jsonPollOne(url: string, token: string, keep: boolean): Promise<J
 
 /** Checks one poll answer: JSON whose `messages` start at offset 0. @returns what it holds */
 function checkJsonAnswer(chunks: Uint8Array[]): { messages: number; lastOffset: number } {
-  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  const answer = JSON.parse(new TextDecoder().decode(bytes)) as {
+  const answer = JSON.parse(new TextDecoder().decode(concatBytes(chunks))) as {
     messages?: { header?: { offset?: number } }[];
   };
   const messages = answer.messages;

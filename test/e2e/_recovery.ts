@@ -4,6 +4,7 @@
 // `TierWorker` behind `createApp`, or the real `tierd run` — and the checks every damage row
 // ends with: every offset read back byte-identical through the HTTP API, following
 // `x-tierd-next-offset` from 0 to the end, and no range reported lost.
+import { concatBytes as concat } from "../../providers/bytes.ts";
 import assert from "node:assert/strict";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -221,15 +222,8 @@ export async function localStarts(rig: RecoveryRig): Promise<bigint[]> {
   return [...(await readLogs(rig.dir)).keys()];
 }
 
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+/** The parts one after another (the providers' `concatBytes`, by the name these tests use). */
+export { concat };
 
 /** The partition state the journal on disk folds to (valid prefix only). */
 export async function journalState(rig: RecoveryRig): Promise<PartitionState> {

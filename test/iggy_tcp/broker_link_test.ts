@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import fc from "fast-check";
+import { concatBytes } from "../../providers/bytes.ts";
 import { BrokerLink, BrokerLinkClosed, type Passed } from "../../src/iggy_tcp/broker_link.ts";
 import { encodeResponse08 } from "../../src/iggy_tcp/wire.ts";
 
@@ -59,15 +60,6 @@ function answer(size: number, pass: boolean, seed: number): Uint8Array {
 }
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-const join = (parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
 
 Deno.test("answers passed on arrive whole and in order, only when the check accepts their head", async () => {
   const broker = await standInBroker();
@@ -108,7 +100,7 @@ Deno.test("answers passed on arrive whole and in order, only when the check acce
                 })
             );
             await new Promise((resolve) => setTimeout(resolve, 5));
-            await broker.write(broker.latest(), join(answers), sizes);
+            await broker.write(broker.latest(), concatBytes(answers), sizes);
             const results = await Promise.all(pending);
             results.forEach((r, i) => {
               const a = asks[i];
@@ -116,7 +108,11 @@ Deno.test("answers passed on arrive whole and in order, only when the check acce
               const passes = a.kind === "passing" && (a.size === 0 || a.headBytes <= 8 || a.pass);
               if (passes) {
                 assert.deepEqual(r, { passed: whole.length }, `answer ${i} passed on`);
-                assert.equal(hex(join(sunk[i])), hex(whole), `answer ${i} as the client got it`);
+                assert.equal(
+                  hex(concatBytes(sunk[i])),
+                  hex(whole),
+                  `answer ${i} as the client got it`,
+                );
               } else {
                 assert.ok("frame" in r, `answer ${i} came back whole`);
                 assert.equal(hex(r.frame.bytes), hex(whole), `answer ${i}`);
@@ -159,7 +155,7 @@ Deno.test("a broker that goes away in the middle of a passed answer fails the re
     for (const r of await failures) {
       assert.ok(r.status === "rejected" && r.reason instanceof BrokerLinkClosed, String(r));
     }
-    assert.ok(join(sunk).length <= 30_000, "no more was passed than the broker sent");
+    assert.ok(concatBytes(sunk).length <= 30_000, "no more was passed than the broker sent");
     assert.ok(link.closed);
   } finally {
     await broker.close();
