@@ -36,7 +36,7 @@ import { IdentityError } from "../ownership/identity.ts";
 import { type KeySpaceLease, KeySpaceOwned } from "../ownership/lease.ts";
 import { OwnerRecordError } from "../ownership/owner_record.ts";
 import type { Config } from "../config/schema.ts";
-import { readPemFile } from "../config/pem_file.ts";
+import { PemFileError, readPemFile, TlsPairError } from "../config/pem_file.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
 import { agentView } from "../runtime/agent_view.ts";
 import { CopyProgress } from "../runtime/progress.ts";
@@ -289,7 +289,11 @@ async function runAgent(
     for (const reload of reloadTls) {
       reload().then(
         () => logger.info("tls certificate reloaded"),
-        (err) => logger.error("tls certificate not reloaded; the one in use stays", { err }),
+        (err) =>
+          err instanceof PemFileError || err instanceof TlsPairError
+            ? logger.error("tls certificate not reloaded; the one in use stays", { err })
+            // The old listener had let the port go and the new one could not bind it.
+            : logger.error("tls listener could not bind its port again: restart tierd", { err }),
       );
     }
   });
