@@ -24,7 +24,7 @@ import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
-import { collectBootGarbage } from "../runtime/memory.ts";
+import { collectGarbage, ResidentGuard } from "../runtime/memory.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import { type PassReport, TierWorker } from "../tier/tier_worker.ts";
@@ -327,6 +327,12 @@ async function runAgent(
     void systemd?.ready(how);
     systemd?.startWatchdog();
   };
+  const readBudget = readBudgetBytes(
+    config.agent.read_memory_budget,
+    config.tiered_storage.cache.size,
+  );
+  // Resident within its idle size plus the read budget: collected when reads leave it beyond.
+  const memory = new ResidentGuard(readBudget);
   const read = createReadContext({
     config,
     store,
@@ -336,10 +342,7 @@ async function runAgent(
     metrics,
     logger,
     clock,
-    budget: new ReadBudget(
-      readBudgetBytes(config.agent.read_memory_budget, config.tiered_storage.cache.size),
-      { clock },
-    ),
+    budget: new ReadBudget(readBudget, { clock, onReleased: (n) => memory.released(n) }),
   });
   const readAuth = readGuardFor(config, clock, await brokerCa(config));
   const app = createApp({
@@ -391,7 +394,8 @@ async function runAgent(
   // first pass, which takes hours with a big backlog; open() runs before the first pass.
   worker.open().then(
     (n) => {
-      collectBootGarbage();
+      collectGarbage(); // boot's garbage: replaying journals and reading markers
+      memory.settle();
       markReady(`store probe passed, ${n} partition journals replayed`);
     },
     (err) => logger.error("opening the partitions failed; ready after the first pass", { err }),
@@ -465,7 +469,8 @@ async function runAgent(
       clock,
       logger,
       onFirstPass: () => {
-        collectBootGarbage(); // the first pass reads every record too
+        collectGarbage(); // the first pass reads every record too
+        memory.settle();
         markReady("journals replayed, first pass done");
         logger.info("first pass done");
       },

@@ -23,13 +23,18 @@ import type { PartitionId } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type Catalog, catalogFormat, type CatalogSegment, loadCatalog } from "../read/catalog.ts";
 import type { ReadContext } from "../read/context.ts";
-import { reserveRead } from "../read/read_budget.ts";
+import { AnswerHold } from "../read/read_budget.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import { OffsetPastEnd, UnknownPartition } from "../read/errors.ts";
 import { readRecords } from "../read/read_records.ts";
 import { deadlineIn } from "../read/_fetch.ts";
 import type { FormatName } from "../format/types.ts";
-import { type PolledMessage, readRemote } from "./remote_read.ts";
+import {
+  DECODED_MESSAGE_BYTES,
+  GUESS_MESSAGE_BYTES,
+  type PolledMessage,
+  readRemote,
+} from "./remote_read.ts";
 import { timestampStart08 } from "./timestamp_08.ts";
 
 /** Record bytes one poll answered by tierd reads at most (at least one message is answered). */
@@ -120,9 +125,17 @@ export interface PollAnswer<R> {
   broker?: BrokerAnswer<R>;
   /** The on-disk format of the partition (the broker's version). */
   format: FormatName;
+  /** The read memory the answer holds: what the wire makes of it is held here too. */
+  hold: AnswerHold;
   /** Gives the read memory back; call once the answer is sent or abandoned. */
   release(): void;
 }
+
+/**
+ * What a front builds of an answer made of `bytes` of records and broker answer, beyond them and
+ * the decoded messages (its encoding, its copies), in bytes at its peak.
+ */
+export type PollPeak = (bytes: number) => number;
 
 /** What a poll is served with. */
 export interface PlanDeps {
@@ -272,6 +285,8 @@ function formatOf(ctx: ReadContext, shape: Shape): Promise<FormatName | undefine
 /**
  * Decides a poll of partition `id` and, when it is tierd's, reads it.
  *
+ * @param peak what the front builds of the answer: reserved ahead with the records
+
  * @returns tierd's answer, or undefined when the broker should answer the poll as it came
  * @throws what the broker side throws (the broker's refusal), and the read path's errors
  */
@@ -280,6 +295,7 @@ export async function planPoll<R>(
   broker: BrokerSide<R>,
   ask: PollAsk,
   id: PartitionId,
+  peak: PollPeak,
 ): Promise<PollAnswer<R> | undefined> {
   if (ask.count === 0) return undefined;
   const shape = await shapeOf(deps.read, id);
@@ -323,10 +339,14 @@ export async function planPoll<R>(
     return undefined;
   }
 
-  const releases: (() => void)[] = [];
-  const release = () => {
-    for (const r of releases.splice(0)) r();
-  };
+  // The answer's expected peak is reserved whole before the first read: concurrent polls then
+  // wait in line for room (503 + Retry-After when it does not come), instead of each reading a
+  // part and all of them waiting on each other for the rest.
+  const hold = new AnswerHold(deps.read.budget);
+  const release = () => hold.release();
+  const records = Math.min(MAX_POLL_BYTES, Math.ceil(ask.count * GUESS_MESSAGE_BYTES * 1.25));
+  const messages = Math.ceil(records / GUESS_MESSAGE_BYTES);
+  await hold.prepay(records + messages * DECODED_MESSAGE_BYTES + peak(records));
   try {
     const readerId = deps.continuity.readerFor(label, start);
     const tierd: PolledMessage[] = [];
@@ -344,7 +364,7 @@ export async function planPoll<R>(
         count: ask.count - tierd.length,
         maxBytes: Math.max(1, bytesLeft),
         readerId,
-      }, releases);
+      }, hold);
       format ??= slice.format;
       for (const m of slice.messages) {
         tierd.push(m);
@@ -359,7 +379,7 @@ export async function planPoll<R>(
       const perMessage = tierd.length > 0 ? Math.max(1, used / tierd.length) : 1;
       const room = Math.max(1, Math.floor(bytesLeft / perMessage));
       const rest = await broker.pollFrom(from, Math.min(ask.count - tierd.length, room));
-      releases.push(await reserveRead(deps.read.budget, rest.size));
+      await hold.hold(rest.size);
       if (rest.firstOffset !== undefined && rest.firstOffset > from) {
         // The broker dropped more since the probe: those offsets are tierd's to read too.
         until = rest.firstOffset;
@@ -385,7 +405,7 @@ export async function planPoll<R>(
       count: tierd.length,
       broker_first: brokerFirst,
     });
-    return { current, tierd, broker: brokerRest, format, release };
+    return { current, tierd, broker: brokerRest, format, hold, release };
   } catch (err) {
     release();
     throw err;

@@ -7,7 +7,6 @@ import type { Logger } from "../log.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import type { ReadContext } from "../read/context.ts";
-import { reserveRead } from "../read/read_budget.ts";
 import { type NameCache, sameIds } from "../iggy_front/names.ts";
 import { type BrokerSide, planPoll } from "../iggy_front/plan.ts";
 import type { BrokerPoll, ClientCalls, PollTarget } from "./client_calls.ts";
@@ -132,13 +131,12 @@ export async function servePoll(
         );
     }
     const id: PartitionId = { ...ids, partition: q.partition };
-    const answer = await planPoll(deps, side, q, id);
+    const answer = await planPoll(deps, side, q, id, () => PIECE_BYTES);
     if (!answer) return deps.forward(req);
     deps.answered?.();
     // The pieces being made and sent, beside the records the answer holds already.
-    let pieces: () => void;
     try {
-      pieces = await reserveRead(deps.read.budget, PIECE_BYTES);
+      await answer.hold.hold(PIECE_BYTES);
     } catch (err) {
       answer.release();
       throw err;
@@ -148,10 +146,7 @@ export async function servePoll(
       answer.current,
       answer.tierd,
       answer.broker?.answer.messages ?? [],
-      () => {
-        pieces();
-        answer.release();
-      },
+      answer.release,
     );
     return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
   } catch (err) {

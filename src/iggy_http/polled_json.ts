@@ -17,15 +17,35 @@ export function messageJson(p: PolledMessage): string {
   return `${head}${base64(p.message.payload)}${tail}`;
 }
 
+/** A message header's fields in the broker's order, and what each holds. */
+export const HEADER_FIELDS: readonly [string, (p: PolledMessage) => bigint | number][] = [
+  ["checksum", (p) => p.checksum],
+  ["id", (p) => p.message.id],
+  ["offset", (p) => p.message.offset],
+  ["timestamp", (p) => p.message.timestamp],
+  ["origin_timestamp", (p) => p.message.originTimestamp],
+  ["user_headers_length", (p) => p.message.userHeaders.length],
+  ["payload_length", (p) => p.message.payload.length],
+  ["reserved", () => 0],
+];
+
+/** What opens a message's JSON and its header's field `i` (then the value). */
+export function fieldOpening(i: number): string {
+  return `${i === 0 ? '{"header":{' : ","}"${HEADER_FIELDS[i][0]}":`;
+}
+
+/** What follows the header's last value, up to the payload's base64. */
+export const PAYLOAD_OPENING = '},"payload":"';
+/** What follows the payload's base64, up to the user headers' JSON (then `}`). */
+export const USER_HEADERS_OPENING = '","user_headers":';
+
 /** A message's JSON text before its payload's base64, and after it. */
 export function messageJsonAround(p: PolledMessage): { head: string; tail: string } {
-  const m = p.message;
+  let head = "";
+  HEADER_FIELDS.forEach(([, value], i) => head += `${fieldOpening(i)}${value(p)}`);
   return {
-    head: `{"header":{"checksum":${p.checksum},"id":${m.id},"offset":${m.offset},` +
-      `"timestamp":${m.timestamp},"origin_timestamp":${m.originTimestamp},` +
-      `"user_headers_length":${m.userHeaders.length},"payload_length":${m.payload.length},` +
-      `"reserved":0},"payload":"`,
-    tail: `","user_headers":${userHeadersJson(m.userHeaders)}}`,
+    head: head + PAYLOAD_OPENING,
+    tail: `${USER_HEADERS_OPENING}${userHeadersJson(p.message.userHeaders)}}`,
   };
 }
 

@@ -1,8 +1,15 @@
 // The poll answer's messages written straight into bytes, the same bytes `messageJson` would
-// encode to (polled_json.ts, whose layout they share): payloads in base64 without an
-// intermediate string, so that an answer of tens of MiB makes little garbage besides its pieces.
+// encode to (polled_json.ts, whose layout they share): the header's names from bytes encoded
+// once, its numbers and the payload's base64 written in place, so that an answer of tens of MiB
+// makes little garbage besides its pieces (a string per number).
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
-import { messageJsonAround } from "./polled_json.ts";
+import {
+  fieldOpening,
+  HEADER_FIELDS,
+  PAYLOAD_OPENING,
+  USER_HEADERS_OPENING,
+} from "./polled_json.ts";
+import { userHeadersJson } from "./user_headers.ts";
 
 const ALPHABET = new TextEncoder().encode(
   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
@@ -37,10 +44,28 @@ export function writeBase64(bytes: Uint8Array, out: Uint8Array, at: number): num
   return at;
 }
 
-/** A message's JSON before its payload and after it, as bytes. */
-function around(p: PolledMessage): { head: Uint8Array; tail: Uint8Array } {
-  const { head, tail } = messageJsonAround(p);
-  return { head: encoder.encode(head), tail: encoder.encode(tail) };
+const OPENINGS = HEADER_FIELDS.map((_, i) => encoder.encode(fieldOpening(i)));
+const PAYLOAD = encoder.encode(PAYLOAD_OPENING);
+const USER_HEADERS = encoder.encode(USER_HEADERS_OPENING);
+/** Digits of the largest header value (a u128 id). */
+const MAX_DIGITS = 39;
+/** Bytes of a message's JSON besides its payload's base64 and user headers, at most. */
+const FIXED_BYTES = 1 + OPENINGS.reduce((n, o) => n + o.length + MAX_DIGITS, 0) + PAYLOAD.length +
+  USER_HEADERS.length + 1;
+
+/** Writes `text` as UTF-8 into `out` at `at`; @returns the end */
+function writeText(text: string, out: Uint8Array, at: number): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return at - i + encoder.encodeInto(text, out.subarray(at - i)).written;
+    out[at++] = c;
+  }
+  return at;
+}
+
+function writeBytes(bytes: Uint8Array, out: Uint8Array, at: number): number {
+  out.set(bytes, at);
+  return at + bytes.length;
 }
 
 /**
@@ -53,27 +78,33 @@ export function messagesPiece(
   from: number,
   pieceBytes: number,
 ): { bytes: Uint8Array; next: number } {
-  const parts: { head: Uint8Array; tail: Uint8Array; payload: Uint8Array }[] = [];
-  let size = 0;
+  // What the messages take at most, to size the piece once.
+  let bound = 0;
   let next = from;
+  const userHeaders: string[] = [];
   while (next < messages.length) {
-    const { head, tail } = around(messages[next]);
-    const payload = messages[next].message.payload;
-    const bytes = (next > 0 ? 1 : 0) + head.length + base64Length(payload.length) + tail.length;
-    if (parts.length > 0 && size + bytes > pieceBytes) break;
-    parts.push({ head, tail, payload });
-    size += bytes;
+    const m = messages[next].message;
+    const json = userHeadersJson(m.userHeaders);
+    const most = FIXED_BYTES + base64Length(m.payload.length) + 3 * json.length;
+    if (next > from && bound + most > pieceBytes) break;
+    userHeaders.push(json);
+    bound += most;
     next++;
   }
-  const out = new Uint8Array(size);
+  const out = new Uint8Array(bound);
   let at = 0;
-  parts.forEach((part, i) => {
-    if (from + i > 0) out[at++] = 0x2c; // ,
-    out.set(part.head, at);
-    at += part.head.length;
-    at = writeBase64(part.payload, out, at);
-    out.set(part.tail, at);
-    at += part.tail.length;
-  });
-  return { bytes: out, next };
+  for (let i = from; i < next; i++) {
+    const p = messages[i];
+    if (i > 0) out[at++] = 0x2c; // ,
+    for (let f = 0; f < HEADER_FIELDS.length; f++) {
+      at = writeBytes(OPENINGS[f], out, at);
+      at = writeText(String(HEADER_FIELDS[f][1](p)), out, at);
+    }
+    at = writeBytes(PAYLOAD, out, at);
+    at = writeBase64(p.message.payload, out, at);
+    at = writeBytes(USER_HEADERS, out, at);
+    at = writeText(userHeaders[i - from], out, at);
+    out[at++] = 0x7d; // }
+  }
+  return { bytes: out.subarray(0, at), next };
 }

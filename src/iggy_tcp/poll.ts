@@ -22,7 +22,6 @@ import {
 } from "../iggy_front/plan.ts";
 import type { PolledMessage } from "../iggy_front/remote_read.ts";
 import type { ReadContext } from "../read/context.ts";
-import { reserveRead } from "../read/read_budget.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
 import { decodePolled08, encodeMessage08, polledPayload08 } from "./polled_08.ts";
 import {
@@ -130,6 +129,11 @@ export interface TcpPollResult {
 }
 
 const NOTHING = () => {};
+/**
+ * What a binary answer builds of its records and the broker's answer: up to three copies
+ * (tierd's messages encoded, spliced with the broker's, framed).
+ */
+const BUILT = (bytes: number) => 3 * bytes;
 const U64_MAX = (1n << 64n) - 1n;
 
 /** The head of a poll answer and its first and last offsets. */
@@ -386,13 +390,13 @@ export async function servePoll(
   const id: PartitionId = { ...ids, partition };
   let answer;
   try {
-    answer = await planPoll(deps, side, { ...ask, checked }, id);
+    answer = await planPoll(deps, side, { ...ask, checked }, id, BUILT);
     if (!answer && checked) {
       const brokers = await session.forward(hadIt);
       if ("sent" in brokers) return forwarded(brokers);
       // The broker dropped the offset since the plan: tierd answers what it has copied.
       deps.hints?.forget(id);
-      answer = await planPoll(deps, side, ask, id);
+      answer = await planPoll(deps, side, ask, id, BUILT);
       if (!answer) return forwarded(brokers);
     }
   } catch (err) {
@@ -419,8 +423,7 @@ export async function servePoll(
     );
   }
   try {
-    // The answer is built in up to three copies (tierd's messages encoded, spliced with the
-    // broker's, framed) beside the records it is made of: held against the read budget too.
+    // The answer is built beside the records it is made of: held against the read budget too.
     const records = new Set<Uint8Array>();
     let recordBytes = 0;
     for (const m of answer.tierd) {
@@ -429,13 +432,7 @@ export async function servePoll(
         recordBytes += m.record.length;
       }
     }
-    const building = 3 * (recordBytes + (answer.broker?.size ?? 0));
-    const built = await reserveRead(deps.read.budget, building);
-    const held = answer.release;
-    answer.release = () => {
-      built();
-      held();
-    };
+    await answer.hold.hold(BUILT(recordBytes + (answer.broker?.size ?? 0)));
     if (answer.format !== session.version) {
       throw new WireError(
         "bad_value",

@@ -27,16 +27,22 @@ interface Waiter {
 /** Bytes in flight for reads, shared by every request. */
 export class ReadBudget {
   readonly #clock: Clock;
+  readonly #onReleased?: (bytes: number) => void;
   #free: number;
   readonly #queue: Waiter[] = [];
 
   /**
    * @param bytes the budget
    * @param options.clock where waits run @default systemClock
+   * @param options.onReleased told of every reservation given back (the memory guard)
    */
-  constructor(readonly bytes: number, options: { clock?: Clock } = {}) {
+  constructor(
+    readonly bytes: number,
+    options: { clock?: Clock; onReleased?: (bytes: number) => void } = {},
+  ) {
     this.#free = bytes;
     this.#clock = options.clock ?? systemClock;
+    this.#onReleased = options.onReleased;
   }
 
   /** Bytes not reserved now. */
@@ -81,6 +87,7 @@ export class ReadBudget {
       released = true;
       this.#free += bytes;
       this.#grantWaiting();
+      this.#onReleased?.(bytes);
     };
   }
 
@@ -115,4 +122,56 @@ export const READ_BUDGET_WAIT_MS = 2_000;
  */
 export function reserveRead(budget: ReadBudget | undefined, bytes: number): Promise<() => void> {
   return budget?.acquire(bytes, READ_BUDGET_WAIT_MS) ?? Promise.resolve(() => {});
+}
+
+/**
+ * Resident bytes counted per byte an answer holds: between two collections a collected heap
+ * (Bun's JavaScriptCore) is about twice what is live, and a front's answer is made of many small
+ * objects (a decoded message, its views, its integers) besides its records. Measured with 24 JSON
+ * polls of 32 MiB at once against a 256 MiB budget: counting each byte once, the agent's peak was
+ * 1.1 GB; twice (with the guard in src/runtime/memory.ts), about 0.5 GB.
+ */
+export const COLLECTOR_HEADROOM = 2;
+
+/**
+ * The read memory one answer holds, reserved as it grows: first from what was reserved for it
+ * in advance (its expected peak, taken at once so that concurrent answers queue whole instead of
+ * each taking a part and then waiting on the others), then from the budget for what goes beyond.
+ * Everything goes back at once when the answer is sent or abandoned. Every byte counts
+ * {@link COLLECTOR_HEADROOM} times.
+ */
+export class AnswerHold {
+  #prepaid = 0;
+  #used = 0;
+  readonly #releases: (() => void)[] = [];
+
+  constructor(readonly budget: ReadBudget | undefined) {}
+
+  /**
+   * Reserves `bytes` ahead of use.
+   * @throws {ReadBudgetExceeded} when the wait runs out
+   */
+  async prepay(bytes: number): Promise<void> {
+    bytes *= COLLECTOR_HEADROOM;
+    if (bytes <= 0) return;
+    this.#releases.push(await reserveRead(this.budget, bytes));
+    this.#prepaid += bytes;
+  }
+
+  /**
+   * Counts `bytes` more as held: from what was reserved ahead while it lasts, then from the budget.
+   * @throws {ReadBudgetExceeded} when the wait runs out
+   */
+  async hold(bytes: number): Promise<void> {
+    bytes *= COLLECTOR_HEADROOM;
+    if (bytes <= 0) return;
+    const ahead = Math.max(0, Math.min(bytes, this.#prepaid - this.#used));
+    this.#used += bytes;
+    if (bytes > ahead) this.#releases.push(await reserveRead(this.budget, bytes - ahead));
+  }
+
+  /** Gives everything back (again: a no-op). */
+  release(): void {
+    for (const r of this.#releases.splice(0)) r();
+  }
 }
