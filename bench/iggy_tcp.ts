@@ -774,7 +774,8 @@ async function measureJsonPollMemory(s: Setup, agent: IggyAgent): Promise<void> 
       `${vmHwm} MiB over the agent's life); ${JSON_POLLS} answered 200, ${refused} answers 503 ` +
       `(${refusedPolls} polls refused at least once); answers of ${answerMib} MiB of JSON ` +
       `(${checked.messages} messages, offsets 0 to ${checked.lastOffset}) in ` +
-      `${round(seconds, 2)} s; ${d("tierd_store_requests_total", 'op="get"')} store GETs`,
+      `${round(seconds, 2)} s; ${d("tierd_store_requests_total", 'op="get"')} store GETs; ` +
+      `${d("tierd_memory_collections_total")} collections asked of the runtime`,
   );
   const mb = round(Number(s.firstLocal) * RECORD / 1e6, 1);
   recordResult("iggy_json_poll_peak_rss_mib_24", value, "≤ 768", {
@@ -832,6 +833,8 @@ interface ColdScan {
   /** Record bytes tierd's read path produced (`tierd_read_bytes_total`), and per byte answered. */
   readPathBytes: number;
   readPathAmplification: number;
+  /** Full collections tierd asked of its runtime during the scan (its memory guard). */
+  collections: number;
   cpu: Record<string, number>;
 }
 
@@ -932,6 +935,7 @@ async function coldScan(
       cacheMisses: d("tierd_cache_misses_total"),
       readPathBytes,
       readPathAmplification: round(readPathBytes / (messages * RECORD), 2),
+      collections: d("tierd_memory_collections_total"),
       cpu,
     };
   } finally {
@@ -959,7 +963,8 @@ async function measureCold(
     BENCH,
     `cold: API ${med("api")} MB/s, front ${med("front")} MB/s: ${ratio} (tierd CPU s per scan: ` +
       `API ${cpu("api")}, front ${cpu("front")}; read-path bytes per byte answered: API ` +
-      `${amp("api")}, front ${amp("front")})`,
+      `${amp("api")}, front ${amp("front")}; collections asked of the runtime per scan: API ` +
+      `${runs.api.map((x) => x.collections)}, front ${runs.front.map((x) => x.collections)})`,
   );
   const method = `The evicted range [0, ${s.firstLocal}) of the tiered topic (${mb} MB of ` +
     `${RECORD}-byte records in ${s.tiering.remote} evicted ${SEGMENT} segments, only in the fs ` +

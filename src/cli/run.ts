@@ -332,7 +332,9 @@ async function runAgent(
     config.tiered_storage.cache.size,
   );
   // Resident within its idle size plus the read budget: collected when reads leave it beyond.
-  const memory = new ResidentGuard(readBudget);
+  const memory = new ResidentGuard(readBudget, {
+    collected: () => metrics.memoryCollections.inc(),
+  });
   const read = createReadContext({
     config,
     store,

@@ -172,8 +172,10 @@ export interface AgentConfig {
   http_max_connections: number;
   /**
    * Bytes reads may hold in memory at once, node-wide (a streamed raw read reserves 4 MiB, a
-   * JSON read its max_bytes); over it a read waits briefly, then answers 503. 0 = a sixteenth
-   * of the cache size, between 64 MiB and 512 MiB. @default 0
+   * JSON read five times its max_bytes, a poll the Iggy fronts answer from the bucket twice its
+   * expected peak); over it a read waits briefly, then answers 503. The agent stays resident
+   * within its idle size + this + about 200 MiB. 0 = a sixteenth of the cache size, between
+   * 64 MiB and 512 MiB. @default 0
    */
   read_memory_budget: number;
   broker: BrokerConfig;

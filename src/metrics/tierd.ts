@@ -97,6 +97,11 @@ export interface TierdMetrics {
   /** `tierd_read_bytes_total{source}`: record bytes returned by reads. */
   readBytes: Counter<"source">;
   /**
+   * `tierd_memory_collections_total`: full collections asked of the runtime because reads left
+   * the agent resident beyond its idle size plus the read memory budget.
+   */
+  memoryCollections: Counter;
+  /**
    * `tierd_credentials_expiry_seconds{source}`: seconds until the store credential from `source`
    * expires (refreshed at 90 % of its lifetime); no series for credentials that never expire.
    */
@@ -268,6 +273,11 @@ export function createTierdMetrics(
       "tierd_read_bytes_total",
       "Record bytes returned by reads.",
       ["source"],
+    ),
+    memoryCollections: registry.counter(
+      "tierd_memory_collections_total",
+      "Full collections asked of the runtime because reads left the agent resident beyond its " +
+        "idle size plus the read memory budget.",
     ),
     credentialsExpiry: registry.gauge(
       "tierd_credentials_expiry_seconds",

@@ -29,6 +29,7 @@ function residentBytes(): number {
 export class ResidentGuard {
   readonly #rss: () => number;
   readonly #collect: () => void;
+  readonly #collected?: () => void;
   #idle: number;
   #released = 0;
   #collections = 0;
@@ -37,13 +38,15 @@ export class ResidentGuard {
    * @param allowance bytes above idle the agent may be resident (the read memory budget)
    * @param o.rss the resident set now @default the process's
    * @param o.collect a full collection @default {@link collectGarbage}
+   * @param o.collected told after each collection (the metric)
    */
   constructor(
     readonly allowance: number,
-    o: { rss?: () => number; collect?: () => void } = {},
+    o: { rss?: () => number; collect?: () => void; collected?: () => void } = {},
   ) {
     this.#rss = o.rss ?? residentBytes;
     this.#collect = o.collect ?? collectGarbage;
+    this.#collected = o.collected;
     this.#idle = this.#rss();
   }
 
@@ -65,5 +68,6 @@ export class ResidentGuard {
     if (this.#rss() <= this.#idle + this.allowance) return;
     this.#collections++;
     this.#collect();
+    this.#collected?.();
   }
 }

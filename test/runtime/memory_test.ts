@@ -6,10 +6,11 @@ import fc from "fast-check";
 import { ResidentGuard } from "../../src/runtime/memory.ts";
 
 function guarded(allowance: number, rss: number) {
-  const at = { rss, collections: 0 };
+  const at = { rss, collections: 0, told: 0 };
   const guard = new ResidentGuard(allowance, {
     rss: () => at.rss,
     collect: () => at.collections++,
+    collected: () => at.told++,
   });
   return { at, guard };
 }
@@ -32,6 +33,7 @@ Deno.test("the guard collects when reads gave back a quarter of the budget and t
   guard.released(100);
   assert.equal(at.collections, 2);
   assert.equal(guard.collections, 2);
+  assert.equal(at.told, 2, "each collection is counted (the metric)");
 });
 
 Deno.test("the guard collects exactly when a quarter has come back since the last look and the agent is over (property)", () => {
