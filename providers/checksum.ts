@@ -1,10 +1,11 @@
 // The checksums of the upload path, computed in-process: CRC-64/NVME (S3's full-object checksum,
-// the AWS default since 2025), CRC-32C (GCS) and MD5 (Azure's Content-MD5), over hash-wasm's
+// the AWS default since 2025), CRC-32C (GCS), SHA-256 (an S3 choice) and MD5 (Azure's and S3's
+// Content-MD5), over hash-wasm's
 // WebAssembly hashers. Values are spelled as the stores spell them: base64 of the big-endian
 // digest. CRC-64/NVME is CRC-64 with the NVMe polynomial 0xad93d23594c93659 (reflected
 // 0x9a6c9329ac4bc9b5), reflected in and out, initial value and final xor all ones.
 import { Buffer } from "node:buffer";
-import { createCRC32, createCRC64, createMD5, type IHasher } from "hash-wasm";
+import { createCRC32, createCRC64, createMD5, createSHA256, type IHasher } from "hash-wasm";
 import type { Checksum, ChecksumAlgorithm, StoredChecksum } from "./types.ts";
 
 /** The reflected CRC-64/NVME polynomial, as hash-wasm takes it. */
@@ -13,7 +14,26 @@ const CRC64NVME_POLY = "9a6c9329ac4bc9b5";
 const CRC32C_POLY = 0x82f63b78;
 
 /** The algorithms tierd can compute, fastest first (the order a verifier prefers them in). */
-export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ["crc64nvme", "crc32c", "md5"];
+export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = [
+  "crc64nvme",
+  "crc32c",
+  "md5",
+  "sha256",
+];
+
+/** Bytes of each algorithm's digest: a stored value of another length is not that checksum. */
+export const DIGEST_BYTES: Readonly<Record<ChecksumAlgorithm, number>> = {
+  crc64nvme: 8,
+  crc32c: 4,
+  sha256: 32,
+  md5: 16,
+};
+
+/** True when `value` is base64 of exactly a digest of `algorithm`'s length. */
+export function digestShaped(algorithm: ChecksumAlgorithm, value: string): boolean {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 !== 0) return false;
+  return Buffer.from(value, "base64").length === DIGEST_BYTES[algorithm];
+}
 
 /** A streaming checksum over bytes fed in order. */
 export interface ChecksumHasher {
@@ -29,6 +49,8 @@ function wasmHasher(algorithm: ChecksumAlgorithm): Promise<IHasher> {
       return createCRC64(CRC64NVME_POLY);
     case "crc32c":
       return createCRC32(CRC32C_POLY);
+    case "sha256":
+      return createSHA256();
     case "md5":
       return createMD5();
   }
@@ -84,13 +106,17 @@ export function sameChecksum(a: Checksum, b: Checksum): boolean {
 
 /**
  * The stored checksum a verifier can compare with one it computes over the bytes: a full-object
- * one of an algorithm tierd computes, the fastest there is; undefined when there is none.
+ * one of an algorithm tierd computes and of that algorithm's length (a store that labels another
+ * value so — moto's 4-byte "crc64nvme" of a multipart upload — gives none), the fastest there
+ * is; undefined when there is none.
  */
 export function comparableChecksum(
   stored: readonly StoredChecksum[] | undefined,
 ): StoredChecksum | undefined {
   for (const algorithm of CHECKSUM_ALGORITHMS) {
-    const found = stored?.find((c) => c.type === "full" && c.algorithm === algorithm);
+    const found = stored?.find((c) =>
+      c.type === "full" && c.algorithm === algorithm && digestShaped(algorithm, c.value)
+    );
     if (found) return found;
   }
   return undefined;

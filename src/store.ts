@@ -72,6 +72,8 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         credentials,
         urlStyle: s3.url_style,
         conditionalComplete: s3.conditional_writes ? "header" : "head",
+        checksum: s3.checksum,
+        probePrefix: s3.prefix,
         fetch,
         clock: deps.clock,
       });

@@ -116,8 +116,11 @@ export function checksumName(algorithm: ChecksumAlgorithm): string {
   return algorithm.toUpperCase();
 }
 
+/** A body's checksum as S3 takes it: `x-amz-checksum-{alg}`, or `Content-MD5` for md5. */
 function checksumHeaders(headers: Record<string, string>, checksum: Checksum | undefined) {
-  if (checksum) headers[checksumHeader(checksum.algorithm)] = checksum.value;
+  if (!checksum) return headers;
+  const name = checksum.algorithm === "md5" ? "content-md5" : checksumHeader(checksum.algorithm);
+  headers[name] = checksum.value;
   return headers;
 }
 
@@ -217,9 +220,9 @@ export function listObjectsV2(
 }
 
 /**
- * CreateMultipartUpload (`POST ?uploads`). A `checksumAlgorithm` asks for a full-object checksum
- * (`x-amz-checksum-type: FULL_OBJECT`): every part must then carry one, and S3 derives the
- * object's from them.
+ * CreateMultipartUpload (`POST ?uploads`). A CRC `checksumAlgorithm` asks for a full-object
+ * checksum (`x-amz-checksum-type: FULL_OBJECT`): every part must then carry one, and S3 derives
+ * the object's from them; SHA-256 can only be composite (S3's default type, not sent).
  */
 export function createMultipartUpload(
   loc: S3Location,
@@ -233,7 +236,7 @@ export function createMultipartUpload(
   const headers = metadataHeaders({}, options.metadata, options.contentType);
   if (options.checksumAlgorithm) {
     headers["x-amz-checksum-algorithm"] = checksumName(options.checksumAlgorithm);
-    headers["x-amz-checksum-type"] = "FULL_OBJECT";
+    if (options.checksumAlgorithm !== "sha256") headers["x-amz-checksum-type"] = "FULL_OBJECT";
   }
   return { method: "POST", ...target(loc, key), query: [["uploads", ""]], headers };
 }
@@ -284,7 +287,7 @@ export function completeMultipartUpload(
   key: string,
   uploadId: string,
   parts: readonly CompletedPart[],
-  options: { ifAbsent?: boolean } = {},
+  options: { ifAbsent?: boolean; algorithm?: ChecksumAlgorithm } = {},
 ): S3Request {
   const headers: Record<string, string> = { "content-type": "application/xml" };
   if (options.ifAbsent) headers["if-none-match"] = "*";
@@ -293,7 +296,7 @@ export function completeMultipartUpload(
     ...target(loc, key),
     query: [["uploadId", uploadId]],
     headers,
-    body: completeMultipartBody(parts),
+    body: completeMultipartBody(parts, options.algorithm),
   };
 }
 

@@ -21,6 +21,7 @@ import { StaticSupplier } from "../credentials/chain.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
+  type ChecksumAlgorithm,
   type CompletedPart,
   type CompleteOptions,
   type DeleteFailure,
@@ -59,6 +60,14 @@ import {
 } from "./sigv4.ts";
 import { createMD5, type IHasher } from "hash-wasm";
 import { checksumOf } from "../checksum.ts";
+import {
+  type ChecksumReport,
+  isAmzChecksum,
+  negotiateChecksumWay,
+  type S3ChecksumMode,
+  type S3ChecksumWay,
+  wayOf,
+} from "./checksum_way.ts";
 
 /** Configuration of an {@link S3Store}. */
 export interface S3StoreOptions {
@@ -86,12 +95,15 @@ export interface S3StoreOptions {
    */
   conditionalComplete?: "header" | "head";
   /**
-   * Send a CRC-64/NVME with every upload (`x-amz-checksum-crc64nvme`; multipart uploads ask for
-   * a full-object checksum), which S3 verifies on ingest and keeps. `false` for an S3-compatible
-   * server that refuses the headers; eviction then verifies by reading the object back.
-   * @default true
+   * The checksum sent with every upload, which S3 verifies on ingest and keeps: an algorithm
+   * (`x-amz-checksum-{alg}`; multipart uploads declare a full-object CRC), `md5` (`Content-MD5`),
+   * `none`, a way settled elsewhere, or `auto`: settled by {@link S3Store.probe} (or before the
+   * first request that needs it) by trying each on a probe key under `probePrefix`
+   * (checksum_way.ts). @default "crc64nvme"
    */
-  checksums?: boolean;
+  checksum?: S3ChecksumMode | S3ChecksumWay;
+  /** Where `checksum = "auto"` writes its probe objects (the configured prefix). @default "" */
+  probePrefix?: string;
 }
 
 /** Retries of a 409 ConditionalRequestConflict (a concurrent conditional write) before giving up. */
@@ -130,7 +142,10 @@ export class S3Store implements ObjectStore {
   readonly #clock: Clock;
   readonly #timeoutMs: number | undefined;
   readonly #conditionalComplete: "header" | "head";
-  readonly #checksums: boolean;
+  readonly #options: S3StoreOptions;
+  #checksumWay: S3ChecksumWay | undefined;
+  #settling: Promise<S3ChecksumWay> | undefined;
+  #checksumReport: ChecksumReport | undefined;
   readonly #keys = new Map<string, SigningKeyEntry>();
   #location: req.S3Location;
   #clockOffsetMs = 0;
@@ -148,7 +163,43 @@ export class S3Store implements ObjectStore {
     this.#clock = options.clock ?? systemClock;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#conditionalComplete = options.conditionalComplete ?? "header";
-    this.#checksums = options.checksums ?? true;
+    this.#options = options;
+    const checksum = options.checksum ?? "crc64nvme";
+    this.#checksumWay = typeof checksum === "object"
+      ? checksum
+      : checksum === "auto"
+      ? undefined
+      : wayOf(checksum);
+  }
+
+  /** What `checksum = "auto"` settled on and why, once it has; undefined otherwise. */
+  get checksumReport(): ChecksumReport | undefined {
+    return this.#checksumReport;
+  }
+
+  /** How checksums are sent, settling `auto` first (once) when it has not been. */
+  async #way(signal?: AbortSignal): Promise<S3ChecksumWay> {
+    if (this.#checksumWay) return this.#checksumWay;
+    this.#settling ??= this.#settle(this.#options.probePrefix ?? "", signal).finally(() => {
+      this.#settling = undefined;
+    });
+    return await this.#settling;
+  }
+
+  async #settle(prefix: string, signal?: AbortSignal): Promise<S3ChecksumWay> {
+    const report = await negotiateChecksumWay(
+      (way) =>
+        new S3Store({
+          ...this.#options,
+          urlStyle: this.#location.style,
+          checksum: way,
+        }),
+      prefix,
+      { signal },
+    );
+    this.#checksumReport = report;
+    this.#checksumWay = report.way;
+    return report.way;
   }
 
   /** The address style in use (`auto` resolves to one; the boot probe may switch it). */
@@ -198,7 +249,8 @@ export class S3Store implements ObjectStore {
     req.checkKey(key, "put");
     checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
-    const checksum = await this.#checksumOf(body);
+    const way = await this.#way(options.signal);
+    const checksum = way.body === "none" ? undefined : await checksumOf(way.body, body);
     const response = await this.#exchange(
       "put",
       key,
@@ -234,7 +286,8 @@ export class S3Store implements ObjectStore {
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectHead> {
     req.checkKey(key, "head");
-    const request = req.headObject(this.#location, key, { checksums: options.checksums });
+    const ask = options.checksums === true && (await this.#way(options.signal)).headMode;
+    const request = req.headObject(this.#location, key, { checksums: ask });
     const response = await this.#exchange("head", key, request, { signal: options.signal });
     return this.#parse(() => parseHead(key, response.headers));
   }
@@ -292,9 +345,10 @@ export class S3Store implements ObjectStore {
   ): Promise<string> {
     req.checkKey(key, "createMultipart");
     checkMetadata(options.metadata, "createMultipart", key);
+    const { multipart } = await this.#way(options.signal);
     const request = req.createMultipartUpload(this.#location, key, {
       ...options,
-      checksumAlgorithm: this.#checksums ? "crc64nvme" : undefined,
+      checksumAlgorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
     });
     const response = await this.#exchange("createMultipart", key, request, {
       signal: options.signal,
@@ -311,7 +365,8 @@ export class S3Store implements ObjectStore {
   ): Promise<CompletedPart> {
     req.checkKey(key, "putPart");
     checkPartNumber(partNumber, "putPart", key);
-    const checksum = await this.#checksumOf(body);
+    const { multipart } = await this.#way(options.signal);
+    const checksum = multipart === "none" ? undefined : await checksumOf(multipart, body);
     const request = req.uploadPart(this.#location, key, uploadId, partNumber, body, checksum);
     const response = await this.#exchange("putPart", key, request, { signal: options.signal });
     const etag = response.headers.get("etag");
@@ -327,7 +382,8 @@ export class S3Store implements ObjectStore {
       );
     }
     const part: CompletedPart = { partNumber, etag: bareEtag(etag) };
-    if (checksum) part.checksum = checksum.value;
+    // The completion names each part's x-amz checksum again; a Content-MD5 is the part's alone.
+    if (checksum && isAmzChecksum(checksum.algorithm)) part.checksum = checksum.value;
     return part;
   }
 
@@ -349,8 +405,10 @@ export class S3Store implements ObjectStore {
       });
       if (exists) return { status: "AlreadyExists" };
     }
+    const { multipart } = await this.#way(options.signal);
     const request = req.completeMultipartUpload(this.#location, key, uploadId, parts, {
       ifAbsent: ifAbsent && this.#conditionalComplete === "header",
+      algorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
     });
     const response = await this.#exchange(op, key, request, {
       signal: options.signal,
@@ -423,11 +481,6 @@ export class S3Store implements ObjectStore {
     return `s3 ${this.endpoint} bucket '${this.bucket}'`;
   }
 
-  /** The CRC-64/NVME sent with an upload's body, unless checksums are off. */
-  async #checksumOf(body: Uint8Array) {
-    return this.#checksums ? await checksumOf("crc64nvme", body) : undefined;
-  }
-
   close(): Promise<void> {
     this.#keys.clear();
     this.#credentials?.close();
@@ -441,6 +494,14 @@ export class S3Store implements ObjectStore {
    * @throws {StoreError} what the LIST threw
    */
   async probe(prefix: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.#reach(prefix, options);
+    // `auto` is settled here, where a failure is named, rather than before the first upload.
+    if (this.#options.checksum === "auto" && !this.#checksumReport) {
+      await this.#settle(prefix, options.signal);
+    }
+  }
+
+  async #reach(prefix: string, options: { signal?: AbortSignal }): Promise<void> {
     try {
       await this.list(prefix, { maxKeys: 1, signal: options.signal });
     } catch (err) {

@@ -1,7 +1,10 @@
-// `tierd probe`: the boot probe alone — one-key LIST against the configured store — and which
+// `tierd probe`: the boot probe alone — one-key LIST against the configured store, and for S3
+// with `checksum = "auto"` the checksum it settles on and how copies will be proven — and which
 // credential source answered, and why the others in the chain were skipped.
 import { systemClock } from "../../providers/clock.ts";
 import { describeCredentials, probeStore } from "../../providers/probe.ts";
+import { describeChecksumWay } from "../../providers/s3/checksum_way.ts";
+import { S3Store } from "../../providers/s3/store.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
@@ -42,6 +45,11 @@ async function probe({ values }: ParsedArgs): Promise<number> {
       return 1;
     }
     console.log(`probe ok: ${describe}, prefix "${prefix}"`);
+    if (store instanceof S3Store && store.checksumReport) {
+      console.log(describeChecksumWay(store.checksumReport));
+    } else if (ctx.config.tiered_storage.backend === "s3") {
+      console.log(`checksum ${ctx.config.tiered_storage.s3.checksum} (configured)`);
+    }
     console.log(ctx.scrub(credentialLines().join("\n")));
     return 0;
   } finally {

@@ -292,6 +292,15 @@ export interface S3Config {
   imds_endpoint: string;
   /** Create objects with `If-None-Match: *`; false falls back to HEAD-then-PUT. @default true */
   conditional_writes: boolean;
+  /**
+   * The checksum sent with every upload, which the store verifies on ingest: `crc64nvme`,
+   * `crc32c`, `sha256` (`x-amz-checksum-*`), `md5` (`Content-MD5`, which every S3
+   * implementation checks), `none`, or `auto`: the boot probe tries each on a small object under
+   * the prefix and keeps the first the store takes (`tierd probe` says which, and how copies will
+   * be proven). Copies are proven before eviction by the store's stored checksum where it keeps
+   * one, else by reading them back. @default "auto"
+   */
+  checksum: "auto" | "crc64nvme" | "crc32c" | "sha256" | "md5" | "none";
 }
 
 /** `[tiered_storage.fs]`: a directory as the object store. */
@@ -773,6 +782,7 @@ const s3Schema = z.strictObject({
   sts_endpoint: httpUrl("STS in the region, or the S3 endpoint when it is not AWS").prefault(""),
   imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
   conditional_writes: z.boolean().prefault(true),
+  checksum: z.enum(["auto", "crc64nvme", "crc32c", "sha256", "md5", "none"]).prefault("auto"),
 });
 
 const fsSchema = z.strictObject({

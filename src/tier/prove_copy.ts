@@ -35,10 +35,18 @@ export async function proveCopy(ctx: PhaseContext, src: SegmentSource): Promise<
       }, { signal, bandwidth: ctx.readBandwidth }),
     readBackMs,
   );
+  if (proof.setAside) {
+    ctx.log.warn("the store's checksum of a copy differs from its bytes'; read back, it is whole", {
+      key: src.keys.log,
+      stored: proof.setAside,
+      bytes_read: proof.bytesRead,
+    });
+  }
   ctx.log.debug("remote copy's bytes verified", {
     key: src.keys.log,
     method: proof.method,
     algorithm: proof.algorithm,
+    stored_checksum_set_aside: proof.setAside,
     bytes_read: proof.bytesRead,
     requests: proof.requests,
   });

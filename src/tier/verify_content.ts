@@ -1,9 +1,12 @@
 // Proves that the store holds exactly a segment's bytes, before its local copy may go (and before
 // a dangling copy is adopted): HEADs alone compare sizes and metadata, which a damaged body
 // passes. Where the store keeps a checksum of the object (S3 CRC-64/NVME, GCS CRC-32C, Azure
-// Content-MD5, the fs store re-hashing its file) it must equal the same checksum computed over
-// the local file, in the same read that re-checks the file's XXH3-128. Where it keeps none, the
-// object is read back with ranged GETs, paced by the fetch bandwidth limit, and its XXH3-128
+// Content-MD5, an S3 ETag that is an MD5, the fs store re-hashing its file) it is compared with
+// the same checksum computed over the local file, in the same read that re-checks the file's
+// XXH3-128: equal, the copy is proven. A stored checksum proves a copy but never condemns one: when
+// it differs (a store that labels another value so, a checksum of a kind tierd did not ask for,
+// an ETag that is not an MD5 under encryption), or when there is none, the object is read back
+// with ranged GETs, paced by the fetch bandwidth limit, and only its bytes decide: their XXH3-128
 // must be the segment's.
 import { comparableChecksum, createChecksum, sameChecksum } from "../../providers/checksum.ts";
 import type { ChecksumAlgorithm, ObjectHead, ObjectStore } from "../../providers/types.ts";
@@ -35,6 +38,11 @@ export interface ContentProof {
   method: "stored" | "read-back";
   /** The stored checksum's algorithm (`stored` only). */
   algorithm?: ChecksumAlgorithm;
+  /**
+   * The stored checksum that differed from the local bytes' and was set aside for a read-back
+   * (`read-back` only), e.g. `md5 zlIi…`.
+   */
+  setAside?: string;
   /** Bytes read from the store (0 for `stored`). */
   bytesRead: number;
   /** GETs sent (0 for `stored`: the HEAD that brought the checksum was sent anyway). */
@@ -65,13 +73,11 @@ export async function verifyContent(
   }
   if (stored && ours) {
     const computed = ours.digest();
-    if (!sameChecksum(computed, stored)) {
-      throw new CopyMismatchError(
-        head.key,
-        `the store keeps ${stored.algorithm} ${stored.value}, the local bytes give ${computed.value}`,
-      );
+    if (sameChecksum(computed, stored)) {
+      return { method: "stored", algorithm: stored.algorithm, bytesRead: 0, requests: 0 };
     }
-    return { method: "stored", algorithm: stored.algorithm, bytesRead: 0, requests: 0 };
+    const proof = await readBack(store, head.key, local, options);
+    return { ...proof, setAside: `${stored.algorithm} ${stored.value}` };
   }
   return await readBack(store, head.key, local, options);
 }

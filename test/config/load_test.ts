@@ -174,6 +174,7 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         sts_endpoint: "",
         imds_endpoint: "",
         conditional_writes: true,
+        checksum: "auto",
       },
       fs: { path: "", prefix: "iggy" },
       gcs: {

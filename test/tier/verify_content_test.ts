@@ -77,3 +77,42 @@ Deno.test("verify content: the store's checksum, else a read-back paced by the b
     await dir.cleanup();
   }
 });
+
+Deno.test("verify content: a stored checksum that differs never condemns a copy — the read-back decides", async () => {
+  const dir = await tempDir("tierd-verify-lying");
+  try {
+    const bytes = crypto.getRandomValues(new Uint8Array(20_000));
+    const path = join(dir.path, "0.log");
+    await writeFile(path, bytes);
+    const local = { path, size: bytes.length, checksum: xxh3_128(bytes) };
+    const sim = new SimStore();
+    await sim.put("k", bytes);
+    const head = await sim.head("k", { checksums: true });
+    // A store that labels another value as the object's checksum (a checksum of a kind tierd did
+    // not ask for, an ETag that is not an MD5 under encryption, a store's bug).
+    const lying = {
+      ...head,
+      checksums: [{
+        algorithm: "crc64nvme" as const,
+        value: "AAAAAAAAAAA=",
+        type: "full" as const,
+      }],
+    };
+    sim.resetCounts();
+    const proof = await verifyContent(sim, lying, local);
+    assert.equal(proof.method, "read-back", "whole bytes are proven by reading them");
+    assert.equal(proof.bytesRead, bytes.length);
+    assert.equal(proof.setAside, "crc64nvme AAAAAAAAAAA=");
+    assert.ok(sim.requestCount("get") > 0);
+    // And bytes that are damaged are still found, by the read-back.
+    const flipped = bytes.slice();
+    flipped[7] ^= 1;
+    await sim.put("k", flipped);
+    await assert.rejects(
+      verifyContent(sim, { ...lying, etag: undefined }, local),
+      (err: unknown) => err instanceof CopyMismatchError && /xxh3-128/.test(err.message),
+    );
+  } finally {
+    await dir.cleanup();
+  }
+});

@@ -269,7 +269,13 @@ Deno.test("responses: HEAD headers and Content-Range", () => {
     checked({ "x-amz-checksum-crc32c": "VtCd3Q==", "x-amz-checksum-type": "COMPOSITE" }),
     [{ algorithm: "crc32c", value: "VtCd3Q==", type: "composite" }],
   );
-  assert.equal(checked({ "x-amz-checksum-sha256": "abc=" }), undefined, "one tierd cannot compute");
+  assert.deepEqual(checked({ "x-amz-checksum-sha256": "abc=" }), [
+    { algorithm: "sha256", value: "abc=", type: "full" },
+  ], "as answered (comparableChecksum sets aside a value of the wrong length)");
+  assert.deepEqual(checked({ etag: '"d41d8cd98f00b204e9800998ecf8427e"' }), [
+    { algorithm: "md5", value: "1B2M2Y8AsgTpgAmY7PhCfg==", type: "full" },
+  ], "a single PUT's ETag is offered as its MD5");
+  assert.equal(checked({ etag: '"d41d8cd98f00b204e9800998ecf8427e-2"' }), undefined, "multipart");
   assert.equal(totalFromContentRange("bytes 0-9/1000"), 1000);
   assert.equal(totalFromContentRange("bytes */1000"), 1000);
   assert.equal(totalFromContentRange("bytes 0-9/*"), undefined);
