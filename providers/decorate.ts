@@ -23,6 +23,8 @@ export interface StoreCall<T> {
   key: string;
   /** The caller's signal, if any. */
   signal?: AbortSignal;
+  /** Bytes of the body the call sends (`put`, `put_part`). */
+  bytes?: number;
   /** Runs the call on the inner store with `signal` in place of the caller's. */
   run(signal?: AbortSignal): Promise<T>;
 }
@@ -47,6 +49,7 @@ export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectSto
         op: "put",
         key,
         signal: o?.signal,
+        bytes: body.length,
         run: (signal) => inner.put(key, body, { ...o, signal }),
       }),
     get: (key, o) =>
@@ -89,6 +92,7 @@ export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectSto
         op: "put_part",
         key,
         signal: o?.signal,
+        bytes: body.length,
         run: (signal) => inner.putPart(key, uploadId, partNumber, body, { signal }),
       }),
     completeMultipart: (key, uploadId, parts, o) =>

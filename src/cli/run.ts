@@ -19,6 +19,8 @@ import type { IggyTcp } from "../iggy_tcp/front.ts";
 import { startIggyTcpFromConfig } from "../iggy_tcp/from_config.ts";
 import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
+import { paceUploads } from "../../providers/paced_uploads.ts";
+import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
 import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
@@ -95,7 +97,11 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   const opened = await storeFor(ctx, {
     observer: credentialObserver(metrics, registry, systemClock),
   });
-  const store = instrumentStore(opened.store, metrics);
+  // Every upload waits for the node-wide upload_bandwidth (read live: SIGHUP changes it).
+  const store = paceUploads(
+    instrumentStore(opened.store, metrics),
+    new LiveBandwidth(() => ctx.config.tiered_storage.upload_bandwidth),
+  );
   try {
     const probe = await probeStore(opened.store, opened.prefix);
     if (!probe.ok) {

@@ -440,6 +440,12 @@ export interface TieredStorageConfig {
   /** Download rate cap for reads, like `"100 MiB/s"`. @default unlimited */
   fetch_bandwidth: number;
   /**
+   * Upload rate cap, node-wide, like `"50 MiB/s"`: every body sent to the store (segments, their
+   * parts and retries) waits for its bytes, so a backlog after an outage leaves the broker's
+   * network room. Reloaded on SIGHUP. @default unlimited
+   */
+  upload_bandwidth: number;
+  /**
    * Pooled connections idle longer are not reused. Not supported yet: nothing reads it, and
    * setting it is an error (see {@link NOT_SUPPORTED_YET}). @default 5 s
    */
@@ -865,6 +871,7 @@ const tieredStorageSchema = z.strictObject({
     expected: "above 0 and below 10 s",
   }).prefault("5 s"),
   fetch_bandwidth: size(positive, true).prefault("unlimited"),
+  upload_bandwidth: size(positive, true).prefault("unlimited"),
   connection_idle_timeout: duration(finite).prefault("5 s"),
   delete_batch_per_pass: int(1, 1000).prefault(300),
   delete_pending_per_partition: int(1).prefault(5000),

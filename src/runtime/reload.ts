@@ -24,6 +24,7 @@ export const LIVE_TOPIC_KEYS = [
  */
 export const LIVE_TIERED_STORAGE_KEYS = [
   "segment_upload_timeout",
+  "upload_bandwidth",
   "delete_batch_per_pass",
   "delete_pending_per_partition",
   "delete_grace",

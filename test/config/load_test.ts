@@ -138,6 +138,7 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       fetch_concurrency: 4,
       fetch_timeout: 5_000,
       fetch_bandwidth: Infinity,
+      upload_bandwidth: Infinity,
       connection_idle_timeout: 5_000,
       delete_batch_per_pass: 300,
       delete_pending_per_partition: 5000,

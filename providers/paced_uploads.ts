@@ -1,0 +1,23 @@
+// The upload bandwidth limit (`tiered_storage.upload_bandwidth`): every body a store call sends —
+// a PUT, a multipart part, and each of their retries — first waits for its bytes from one pace
+// shared node-wide, so a backlog after an outage does not saturate the broker's network.
+import { decorateStore } from "./decorate.ts";
+import type { ObjectStore } from "./types.ts";
+
+/** What paces uploads: a token bucket over bytes. */
+export interface UploadPace {
+  /** Waits until `bytes` may be sent; throws the signal's reason when it aborts first. */
+  take(bytes: number, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * Wraps `inner` so that each body it sends waits for `pace` first.
+ * @example
+ * const store = paceUploads(s3, new TokenBucket(50 * MiB));
+ */
+export function paceUploads(inner: ObjectStore, pace: UploadPace): ObjectStore {
+  return decorateStore(inner, async (call) => {
+    if (call.bytes !== undefined) await pace.take(call.bytes, call.signal);
+    return await call.run(call.signal);
+  });
+}
