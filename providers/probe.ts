@@ -100,6 +100,14 @@ function s3Reason(store: S3Store, err: StoreError): string | undefined {
         : "";
       return `region: '${store.region}' is wrong for ${where}${expected} (${code})`;
     }
+    case "InvalidStorageClass":
+      return `storage class: ${where} does not take this storage class; set ` +
+        `tiered_storage.s3.storage_class to one it supports, or "" (${code})`;
+  }
+  // AWS KMS.NotFoundException, KMS.DisabledException…; MinIO kms:KeyNotFound.
+  if (/^kms[.:]/i.test(code) || /KMS/.test(code)) {
+    return `encryption key: ${where} cannot encrypt with the KMS key asked for; check ` +
+      `tiered_storage.s3.sse_kms_key_id and the key's policy (${code}: ${err.message})`;
   }
   if (err.kind === "Transport" && err.detail.status === undefined) {
     return `endpoint unreachable: ${store.endpoint}: ${connectionProblem(err)}`;

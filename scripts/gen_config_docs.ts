@@ -85,11 +85,18 @@ function typeOf(schema: z.core.$ZodType): string {
   if (schema instanceof z.ZodBoolean) return "boolean";
   if (schema instanceof z.ZodNumber) return schema.isInt ? "integer" : "number";
   if (schema instanceof z.ZodString) return "string";
+  if (schema instanceof z.ZodRecord) return "table of strings";
   throw new Error(`gen_config_docs: no type name for ${schema.constructor.name}`);
 }
 
 /** The default as TOML writes it. */
 function show(value: unknown): string {
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value);
+    return entries.length === 0
+      ? "{}"
+      : `{ ${entries.map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }`;
+  }
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
@@ -99,7 +106,7 @@ function show(value: unknown): string {
  */
 function sameDefault(tag: string, value: unknown, type: string): boolean {
   const bare = tag.replace(/\s*\(.*\)$/, "").replace(/^"(.*)"$/, "$1");
-  if (bare === String(value)) return true;
+  if (bare === String(value) || bare === show(value)) return true;
   try {
     if (type === "duration") return parseDuration(bare) === parseDuration(String(value));
     if (type.startsWith("size")) {

@@ -74,6 +74,13 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         conditionalComplete: s3.conditional_writes ? "header" : "head",
         checksum: s3.checksum,
         probePrefix: s3.prefix,
+        write: {
+          storageClass: s3.storage_class || undefined,
+          sse: s3.sse || undefined,
+          kmsKeyId: s3.sse_kms_key_id || undefined,
+          bucketKey: s3.sse_bucket_key,
+          context: s3.sse_context,
+        },
         fetch,
         clock: deps.clock,
       });

@@ -1,6 +1,7 @@
 // Pure builders for the S3 requests tierd sends: where a bucket and key live (path or virtual
 // host), and the method, raw path, query, headers and body of each operation. Signing and
 // sending happen in the store; nothing here touches the network or the clock.
+import { Buffer } from "node:buffer";
 import type { Checksum, ChecksumAlgorithm, CompletedPart, UserMetadata } from "../types.ts";
 import { xmlEscape } from "../_xml.ts";
 import { bareEtag } from "../_rules.ts";
@@ -106,6 +107,39 @@ function metadataHeaders(
   return headers;
 }
 
+/**
+ * How every object tierd writes is stored: its storage class and server-side encryption, sent on
+ * PutObject and CreateMultipartUpload (UploadPart takes no SSE-KMS header: the parts are
+ * encrypted as the upload was asked; CompleteMultipartUpload neither).
+ */
+export interface WriteSettings {
+  /** `x-amz-storage-class`, e.g. `STANDARD_IA`. */
+  storageClass?: string;
+  /** `x-amz-server-side-encryption`. */
+  sse?: "AES256" | "aws:kms";
+  /** `x-amz-server-side-encryption-aws-kms-key-id`. */
+  kmsKeyId?: string;
+  /** `x-amz-server-side-encryption-bucket-key-enabled: true`. */
+  bucketKey?: boolean;
+  /** `x-amz-server-side-encryption-context`: base64 of the JSON. */
+  context?: Record<string, string>;
+}
+
+function writeHeaders(headers: Record<string, string>, w: WriteSettings | undefined) {
+  if (!w) return headers;
+  if (w.storageClass) headers["x-amz-storage-class"] = w.storageClass;
+  if (w.sse) headers["x-amz-server-side-encryption"] = w.sse;
+  if (w.sse === "aws:kms") {
+    if (w.kmsKeyId) headers["x-amz-server-side-encryption-aws-kms-key-id"] = w.kmsKeyId;
+    if (w.bucketKey) headers["x-amz-server-side-encryption-bucket-key-enabled"] = "true";
+    if (w.context && Object.keys(w.context).length > 0) {
+      const json = JSON.stringify(w.context);
+      headers["x-amz-server-side-encryption-context"] = Buffer.from(json).toString("base64");
+    }
+  }
+  return headers;
+}
+
 /** The header S3 takes (and answers) a checksum of `algorithm` in. */
 export function checksumHeader(algorithm: ChecksumAlgorithm): string {
   return `x-amz-checksum-${algorithm}`;
@@ -140,10 +174,11 @@ export function putObject(
     metadata?: UserMetadata;
     contentType?: string;
     checksum?: Checksum;
+    write?: WriteSettings;
   } = {},
 ): S3Request {
   const headers = checksumHeaders(
-    metadataHeaders({}, options.metadata, options.contentType),
+    writeHeaders(metadataHeaders({}, options.metadata, options.contentType), options.write),
     options.checksum,
   );
   if (options.ifAbsent) headers["if-none-match"] = "*";
@@ -231,9 +266,13 @@ export function createMultipartUpload(
     metadata?: UserMetadata;
     contentType?: string;
     checksumAlgorithm?: ChecksumAlgorithm;
+    write?: WriteSettings;
   } = {},
 ): S3Request {
-  const headers = metadataHeaders({}, options.metadata, options.contentType);
+  const headers = writeHeaders(
+    metadataHeaders({}, options.metadata, options.contentType),
+    options.write,
+  );
   if (options.checksumAlgorithm) {
     headers["x-amz-checksum-algorithm"] = checksumName(options.checksumAlgorithm);
     if (options.checksumAlgorithm !== "sha256") headers["x-amz-checksum-type"] = "FULL_OBJECT";

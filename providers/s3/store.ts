@@ -104,6 +104,8 @@ export interface S3StoreOptions {
   checksum?: S3ChecksumMode | S3ChecksumWay;
   /** Where `checksum = "auto"` writes its probe objects (the configured prefix). @default "" */
   probePrefix?: string;
+  /** Storage class and server-side encryption of every object written. @default the bucket's */
+  write?: req.WriteSettings;
 }
 
 /** Retries of a 409 ConditionalRequestConflict (a concurrent conditional write) before giving up. */
@@ -254,7 +256,11 @@ export class S3Store implements ObjectStore {
     const response = await this.#exchange(
       "put",
       key,
-      req.putObject(this.#location, key, body, { ...options, checksum }),
+      req.putObject(this.#location, key, body, {
+        ...options,
+        checksum,
+        write: this.#options.write,
+      }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (options.ifAbsent === true && status === 412),
@@ -349,6 +355,7 @@ export class S3Store implements ObjectStore {
     const request = req.createMultipartUpload(this.#location, key, {
       ...options,
       checksumAlgorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
+      write: this.#options.write,
     });
     const response = await this.#exchange("createMultipart", key, request, {
       signal: options.signal,

@@ -130,6 +130,14 @@ export function checkRules(config: Config): RuleViolation[] {
             );
           }
         }
+        if (s3.sse !== "aws:kms") {
+          const kmsOnly = (key: string, set: boolean) => {
+            if (set) need(["tiered_storage", "s3", key], `no value unless sse = "aws:kms"`);
+          };
+          kmsOnly("sse_kms_key_id", s3.sse_kms_key_id !== "");
+          kmsOnly("sse_bucket_key", s3.sse_bucket_key);
+          kmsOnly("sse_context", Object.keys(s3.sse_context).length > 0);
+        }
         break;
       }
       case "gcs": {

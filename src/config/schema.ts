@@ -301,6 +301,25 @@ export interface S3Config {
    * one, else by reading them back. @default "auto"
    */
   checksum: "auto" | "crc64nvme" | "crc32c" | "sha256" | "md5" | "none";
+  /**
+   * The storage class of every object tierd writes (`x-amz-storage-class`): `STANDARD_IA`,
+   * `INTELLIGENT_TIERING`, `GLACIER_IR`, `ONEZONE_IA`, `STANDARD`, `REDUCED_REDUNDANCY`,
+   * `EXPRESS_ONEZONE`; `""` = the bucket's default. `GLACIER` and `DEEP_ARCHIVE` are refused:
+   * their objects cannot be read until restored. @default ""
+   */
+  storage_class: string;
+  /**
+   * Server-side encryption asked on every write (`x-amz-server-side-encryption`): `aws:kms`
+   * (with `sse_kms_key_id`), `AES256` (S3-managed keys), or `""` = the bucket's default.
+   * @default ""
+   */
+  sse: "" | "AES256" | "aws:kms";
+  /** The KMS key of `sse = "aws:kms"` (an id, ARN or alias); `""` = the account's default. @default "" */
+  sse_kms_key_id: string;
+  /** Use an S3 Bucket Key for SSE-KMS (fewer KMS calls, lower cost). @default false */
+  sse_bucket_key: boolean;
+  /** The KMS encryption context of SSE-KMS writes, as an inline table of strings. @default {} */
+  sse_context: Record<string, string>;
 }
 
 /** `[tiered_storage.fs]`: a directory as the object store. */
@@ -753,6 +772,27 @@ const housekeepingSchema = z.strictObject({
   verify_interval: duration(positive).prefault("6 h"),
 });
 
+/** S3 storage classes whose objects can be read at once. */
+export const S3_STORAGE_CLASSES = [
+  "STANDARD",
+  "STANDARD_IA",
+  "ONEZONE_IA",
+  "INTELLIGENT_TIERING",
+  "GLACIER_IR",
+  "REDUCED_REDUNDANCY",
+  "EXPRESS_ONEZONE",
+] as const;
+
+/** Why `storage_class` cannot be used, or undefined when it can. */
+function s3StorageClassProblem(s: string): string | undefined {
+  if (s === "" || (S3_STORAGE_CLASSES as readonly string[]).includes(s)) return undefined;
+  if (s === "GLACIER" || s === "DEEP_ARCHIVE") {
+    return `${s} objects cannot be read until restored (hours): evicted data would be ` +
+      `unreadable; use GLACIER_IR (instant retrieval) or a lifecycle rule on older objects`;
+  }
+  return `one of ${S3_STORAGE_CLASSES.join(", ")}, or "" for the bucket's default`;
+}
+
 const ARN = z.string().refine((s) => s === "" || /^arn:[a-z-]+:[a-z0-9-]*:/.test(s), {
   message: 'an ARN like "arn:aws:iam::123456789012:role/tierd", or ""',
 });
@@ -789,6 +829,14 @@ const s3Schema = z.strictObject({
   imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
   conditional_writes: z.boolean().prefault(true),
   checksum: z.enum(["auto", "crc64nvme", "crc32c", "sha256", "md5", "none"]).prefault("auto"),
+  storage_class: z.string().superRefine((s, ctx) => {
+    const problem = s3StorageClassProblem(s);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }).prefault(""),
+  sse: z.enum(["", "AES256", "aws:kms"]).prefault(""),
+  sse_kms_key_id: z.string().prefault(""),
+  sse_bucket_key: z.boolean().prefault(false),
+  sse_context: z.record(z.string(), z.string()).prefault({}),
 });
 
 const fsSchema = z.strictObject({

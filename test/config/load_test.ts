@@ -176,6 +176,11 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         imds_endpoint: "",
         conditional_writes: true,
         checksum: "auto",
+        storage_class: "",
+        sse: "",
+        sse_kms_key_id: "",
+        sse_bucket_key: false,
+        sse_context: {},
       },
       fs: { path: "", prefix: "iggy" },
       gcs: {

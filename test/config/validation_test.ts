@@ -545,3 +545,40 @@ Deno.test("an Iggy-compatible listener needs the broker it fronts", () => {
     {},
   );
 });
+
+Deno.test("an S3 storage class whose objects cannot be read at once is refused with the reason; SSE-KMS settings need sse = aws:kms", () => {
+  for (const cls of ["GLACIER", "DEEP_ARCHIVE"]) {
+    assertRefused(
+      agent(`[tiered_storage.s3]\nstorage_class = "${cls}"\n`),
+      "tiered_storage.s3.storage_class",
+      `"${cls}"`,
+      /cannot be read until restored.*GLACIER_IR/,
+    );
+  }
+  assertRefused(
+    agent('[tiered_storage.s3]\nstorage_class = "standard_ia"\n'),
+    "tiered_storage.s3.storage_class",
+    '"standard_ia"',
+    /one of STANDARD, STANDARD_IA/,
+  );
+  const ok = parseConfig(
+    agent(
+      '[tiered_storage.s3]\nstorage_class = "GLACIER_IR"\nsse = "aws:kms"\n' +
+        'sse_kms_key_id = "alias/tierd"\nsse_bucket_key = true\nsse_context = { team = "streams" }\n',
+    ),
+    SOURCE,
+    {},
+  );
+  assert.equal(ok.tiered_storage.s3.storage_class, "GLACIER_IR");
+  assert.deepEqual(ok.tiered_storage.s3.sse_context, { team: "streams" });
+  const enabled = `[tiered_storage]\nenabled = true\nbackend = "s3"\n[tiered_storage.s3]\n` +
+    `bucket = "tier-bucket"\n`;
+  for (const [key, value] of [["sse_kms_key_id", '"k"'], ["sse_bucket_key", "true"]]) {
+    assertRefused(
+      agent(`${enabled}sse = "AES256"\n${key} = ${value}\n`),
+      `tiered_storage.s3.${key}`,
+      value,
+      /unless sse = "aws:kms"/,
+    );
+  }
+});
