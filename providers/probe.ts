@@ -1,6 +1,9 @@
 // The boot probe (`tierd probe`, readiness): one one-key LIST, and on failure a one-line reason
 // that names what is wrong — the endpoint, the credentials, the bucket or the region. Works on
-// any ObjectStore; S3 answers are refined by their error code.
+// any ObjectStore; S3 answers are refined by their error code. With `writes`, it then does on a
+// probe key what the agent will do — put, conditional create, head, ranged get, a one-part
+// multipart upload, delete — and names the first step the store refuses, with the setting that
+// fixes it; a store that ignores the conditional create is a warning.
 import { errorText } from "./http.ts";
 import { CredentialError, type CredentialReport } from "./credentials/types.ts";
 import { type ObjectStore, StoreError } from "./types.ts";
@@ -8,7 +11,108 @@ import { S3ErrorInfo } from "./s3/responses.ts";
 import { S3Store } from "./s3/store.ts";
 
 /** The outcome of {@link probeStore}. */
-export type ProbeResult = { ok: true } | { ok: false; reason: string };
+export type ProbeResult = { ok: true; warnings?: string[] } | { ok: false; reason: string };
+
+/** A step of the write check failed. */
+class WriteStepError extends Error {
+  override readonly name = "WriteStepError";
+  constructor(readonly step: string, readonly fix: string, options: ErrorOptions) {
+    super(step, options);
+  }
+}
+
+/** The write check's probe objects go here, beside (never inside) any cluster's key space. */
+function probeKey(prefix: string, what: string): string {
+  const root = prefix.replace(/\/+$/, "");
+  return `${root === "" ? "" : `${root}/`}.tierd-probe/${what}-${crypto.randomUUID()}`;
+}
+
+/**
+ * Does on a probe key what the agent does, step by step.
+ * @returns warnings (a step the store does not honour but that tierd survives)
+ * @throws {WriteStepError} naming the first step refused
+ */
+async function checkWrites(
+  store: ObjectStore,
+  prefix: string,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  const s3 = store instanceof S3Store;
+  const key = probeKey(prefix, "write");
+  const partsKey = `${key}-multipart`;
+  const bytes = crypto.getRandomValues(new Uint8Array(1024));
+  const warnings: string[] = [];
+  const step = async <T>(name: string, fix: string, run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw new WriteStepError(name, fix, { cause: err });
+    }
+  };
+  const writable = s3
+    ? "the credentials' write permission (s3:PutObject), tiered_storage.s3.checksum, " +
+      "storage_class and sse"
+    : "the credentials' write permission";
+  let uploadId: string | undefined;
+  try {
+    await step("put", writable, () => store.put(key, bytes, { ifAbsent: true, signal }));
+    const again = await step(
+      "conditional create",
+      writable,
+      () => store.put(key, bytes, { ifAbsent: true, signal }),
+    );
+    if (again.status !== "AlreadyExists") {
+      warnings.push(
+        "the store ignores If-None-Match on a create: tierd cannot tell a copy it did not " +
+          "make from one it made; it still proves every copy's bytes before trusting it",
+      );
+    }
+    const head = await step(
+      "head",
+      "the credentials' read permission",
+      () => store.head(key, { signal }),
+    );
+    if (head.size !== bytes.length) {
+      throw new WriteStepError("head", "nothing: the store answers a wrong size", {
+        cause: new Error(`HEAD says ${head.size} bytes, ${bytes.length} were put`),
+      });
+    }
+    const got = await step(
+      "ranged get",
+      "the credentials' read permission",
+      () => store.get(key, { range: { start: 100, length: 200 }, signal }),
+    );
+    if (got.bytes.length !== 200 || got.bytes.some((b, i) => b !== bytes[100 + i])) {
+      throw new WriteStepError("ranged get", "nothing: the store answers other bytes", {
+        cause: new Error(`bytes 100-299 came back as ${got.bytes.length} other bytes`),
+      });
+    }
+    const multipart = s3
+      ? "the credentials' multipart permissions, tiered_storage.s3.checksum"
+      : "the credentials' write permission";
+    await step("multipart upload", multipart, async () => {
+      uploadId = await store.createMultipart(partsKey, { signal });
+      const part = await store.putPart(partsKey, uploadId, 1, bytes, { signal });
+      await store.completeMultipart(partsKey, uploadId, [part], { ifAbsent: true, signal });
+      uploadId = undefined;
+      const whole = await store.head(partsKey, { signal });
+      if (whole.size !== bytes.length) {
+        throw new Error(`the completed upload is ${whole.size} bytes, ${bytes.length} were sent`);
+      }
+    });
+    const deletable = s3 ? "the credentials' delete permission (s3:DeleteObject)" : "the " +
+      "credentials' delete permission";
+    await step("delete", deletable, async () => {
+      const failures = await store.deleteMany([key, partsKey], { signal });
+      if (failures.length > 0) throw failures[0].error;
+    });
+    return warnings;
+  } finally {
+    if (uploadId) await store.abortMultipart(partsKey, uploadId, { signal }).catch(() => {});
+    await store.deleteMany([key, partsKey], { signal }).catch(() => {});
+  }
+}
 
 /**
  * Lists at most one key under `prefix` and explains a failure in one line.
@@ -19,14 +123,24 @@ export type ProbeResult = { ok: true } | { ok: false; reason: string };
 export async function probeStore(
   store: ObjectStore,
   prefix: string,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; writes?: boolean } = {},
 ): Promise<ProbeResult> {
   try {
     if (store instanceof S3Store) await store.probe(prefix, options);
     else await store.list(prefix, { maxKeys: 1, signal: options.signal });
-    return { ok: true };
+    // The fs store's writes are the local disk's (and would create a mistyped root).
+    if (!options.writes || store.kind === "fs") return { ok: true };
+    const warnings = await checkWrites(store, prefix, options.signal);
+    return warnings.length > 0 ? { ok: true, warnings } : { ok: true };
   } catch (err) {
     if (options.signal?.aborted) throw err;
+    if (err instanceof WriteStepError) {
+      return {
+        ok: false,
+        reason: `${err.step} on a probe key failed: ${probeReason(store, err.cause)}; check ` +
+          err.fix,
+      };
+    }
     return { ok: false, reason: probeReason(store, err) };
   }
 }

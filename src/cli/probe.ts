@@ -1,6 +1,7 @@
-// `tierd probe`: the boot probe alone — one-key LIST against the configured store, and for S3
-// with `checksum = "auto"` the checksum it settles on and how copies will be proven — and which
-// credential source answered, and why the others in the chain were skipped.
+// `tierd probe`: the boot probe alone — one-key LIST against the configured store, for S3 with
+// `checksum = "auto"` the checksum it settles on and how copies will be proven, then on a probe
+// key what the agent will do (put, conditional create, head, ranged get, multipart upload,
+// delete) — and which credential source answered, and why the others in the chain were skipped.
 import { systemClock } from "../../providers/clock.ts";
 import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { describeChecksumWay } from "../../providers/s3/checksum_way.ts";
@@ -12,10 +13,13 @@ import { loadContext, storeFor } from "./context.ts";
 export const probeCommand: Command = {
   spec: {
     name: "probe",
-    summary: "check the object store: one-key LIST, and why it failed",
-    description: "Sends the agent's boot probe (a LIST of at most one key under the prefix) and\n" +
-      "says in one line what is wrong: the endpoint, the credentials, the bucket or the region,\n" +
-      "and which credential source answered and why the others were skipped.",
+    summary: "check the object store: LIST, then what the agent writes, and why it failed",
+    description:
+      "Sends the agent's boot probe (a LIST of at most one key under the prefix, then\n" +
+      "put, conditional create, head, ranged get, a one-part multipart upload and delete on a\n" +
+      "probe key under .tierd-probe/) and says in one line what is wrong: the endpoint, the\n" +
+      "credentials, the bucket, the region, or the step refused and the setting that fixes it;\n" +
+      "then which credential source answered and why the others were skipped.",
     flags: { config: CONFIG_FLAG },
   },
   run: probe,
@@ -33,7 +37,7 @@ async function probe({ values }: ParsedArgs): Promise<number> {
     return lines;
   };
   try {
-    const result = await probeStore(store, prefix);
+    const result = await probeStore(store, prefix, { writes: true });
     if (!result.ok) {
       // One line: the reason, then the chain (which source answered, why others were skipped).
       const chain = credentialLines().map((l) => l.trim()).join("; ");
@@ -45,6 +49,7 @@ async function probe({ values }: ParsedArgs): Promise<number> {
       return 1;
     }
     console.log(`probe ok: ${describe}, prefix "${prefix}"`);
+    for (const warning of result.warnings ?? []) console.log(`warning: ${warning}`);
     if (store instanceof S3Store && store.checksumReport) {
       console.log(describeChecksumWay(store.checksumReport));
     } else if (ctx.config.tiered_storage.backend === "s3") {

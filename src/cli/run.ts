@@ -103,10 +103,14 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
     new LiveBandwidth(() => ctx.config.tiered_storage.upload_bandwidth),
   );
   try {
-    const probe = await probeStore(opened.store, opened.prefix);
+    // What the agent will do, tried on a probe key first: a refusal is named now.
+    const probe = await probeStore(opened.store, opened.prefix, { writes: true });
     if (!probe.ok) {
       console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
+    }
+    for (const warning of probe.warnings ?? []) {
+      logger.warn("store probe", { store: opened.describe, warning });
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });
     const refused = (err: unknown) => {
