@@ -104,6 +104,10 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         endpoint: gcs.endpoint === "" ? undefined : gcs.endpoint,
         tokens,
         fetch,
+        write: {
+          storageClass: gcs.storage_class || undefined,
+          kmsKeyName: gcs.kms_key_name || undefined,
+        },
       });
       const where = gcs.endpoint === "" ? "Google Cloud Storage" : gcs.endpoint;
       return {
@@ -131,6 +135,10 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         tokens: auth.kind === "bearer" ? auth.tokens : undefined,
         fetch,
         clock: deps.clock,
+        write: {
+          accessTier: az.access_tier || undefined,
+          encryptionScope: az.encryption_scope || undefined,
+        },
       });
       const fixed = auth.kind === "bearer" ? undefined : auth.kind === "sas" ? "sas" : "shared_key";
       return {

@@ -137,6 +137,7 @@ export function putBlob(
     metadata?: UserMetadata;
     contentType?: string;
     md5?: Checksum;
+    write?: AzureWriteSettings;
   } = {},
 ): AzureRequest {
   const headers = metadataHeaders(
@@ -150,9 +151,31 @@ export function putBlob(
     key,
   );
   contentMd5(headers, options.md5, "content-md5");
+  writeHeaders(headers, options.write, true);
   if (options.ifAbsent) headers["if-none-match"] = "*";
   if (options.ifMatch !== undefined) headers["if-match"] = options.ifMatch;
   return { method: "PUT", path: blobPath(loc, key), query: [], headers, body };
+}
+
+/**
+ * How the blobs tierd writes are stored: their access tier (on Put Blob and Put Block List) and
+ * the encryption scope of every write (Put Block included: a blob's blocks share its scope).
+ */
+export interface AzureWriteSettings {
+  /** `x-ms-access-tier`: `Hot`, `Cool` or `Cold`. */
+  accessTier?: string;
+  /** `x-ms-encryption-scope`. */
+  encryptionScope?: string;
+}
+
+function writeHeaders(
+  headers: Record<string, string>,
+  w: AzureWriteSettings | undefined,
+  tiered: boolean,
+): Record<string, string> {
+  if (tiered && w?.accessTier) headers["x-ms-access-tier"] = w.accessTier;
+  if (w?.encryptionScope) headers["x-ms-encryption-scope"] = w.encryptionScope;
+  return headers;
 }
 
 /** Get Blob, optionally ranged with `x-ms-range`. */
@@ -225,15 +248,20 @@ export function putBlock(
   id: string,
   body: Uint8Array,
   md5?: Checksum,
+  write?: AzureWriteSettings,
 ): AzureRequest {
   return {
     method: "PUT",
     path: blobPath(loc, key),
     query: [["comp", "block"], ["blockid", id]],
-    headers: contentMd5(
-      { "x-ms-version": AZURE_API_VERSION, "content-type": OCTET_STREAM },
-      md5,
-      "content-md5",
+    headers: writeHeaders(
+      contentMd5(
+        { "x-ms-version": AZURE_API_VERSION, "content-type": OCTET_STREAM },
+        md5,
+        "content-md5",
+      ),
+      write,
+      false,
     ),
     body,
   };
@@ -263,6 +291,7 @@ export function putBlockList(
     metadata?: UserMetadata;
     contentType?: string;
     md5?: Checksum;
+    write?: AzureWriteSettings;
   } = {},
 ): AzureRequest {
   const headers = metadataHeaders(
@@ -276,6 +305,7 @@ export function putBlockList(
     key,
   );
   contentMd5(headers, options.md5, "x-ms-blob-content-md5");
+  writeHeaders(headers, options.write, true);
   if (options.ifAbsent) headers["if-none-match"] = "*";
   return {
     method: "PUT",

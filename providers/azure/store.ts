@@ -78,6 +78,11 @@ export interface AzureStoreOptions {
   deleteConcurrency?: number;
   /** Where multipart upload markers live. @default ".tierd-multipart/" */
   stagingPrefix?: string;
+  /**
+   * Access tier of the blobs tierd writes (markers stay in the account's default) and the
+   * encryption scope of every write. @default the account's and container's
+   */
+  write?: req.AzureWriteSettings;
 }
 
 /** A 403 is taken as clock skew when the server's Date is further off than this. */
@@ -106,6 +111,9 @@ export class AzureStore implements ObjectStore {
   /** The endpoint requests go to (origin and account path, without the container). */
   readonly endpoint: string;
   readonly #location: req.AzureLocation;
+  readonly #write: req.AzureWriteSettings | undefined;
+  /** Markers get the encryption scope, never the tier. */
+  readonly #markerWrite: req.AzureWriteSettings | undefined;
   readonly #sharedKey: string | undefined;
   readonly #sas: string | undefined;
   readonly #tokens: TokenSource | undefined;
@@ -125,6 +133,10 @@ export class AzureStore implements ObjectStore {
     this.account = options.account;
     this.container = options.container;
     this.#location = req.resolveLocation(options);
+    this.#write = options.write;
+    this.#markerWrite = options.write?.encryptionScope
+      ? { encryptionScope: options.write.encryptionScope }
+      : undefined;
     this.endpoint = this.#location.origin + this.#location.basePath;
     const sas = options.sasToken?.trim().replace(/^\?/, "");
     this.#sas = sas || undefined;
@@ -190,7 +202,7 @@ export class AzureStore implements ObjectStore {
     const response = await this.#exchange(
       "put",
       key,
-      req.putBlob(this.#location, key, body, { ...options, md5 }),
+      req.putBlob(this.#location, key, body, { ...options, md5, write: this.#write }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
@@ -354,16 +366,25 @@ export class AzureStore implements ObjectStore {
         await this.#exchange(
           op,
           key,
-          req.putBlob(this.#location, marker, new Uint8Array(0), { metadata, contentType }),
+          req.putBlob(this.#location, marker, new Uint8Array(0), {
+            metadata,
+            contentType,
+            write: this.#markerWrite,
+          }),
           { signal },
         );
       },
       stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
         const id = req.blockId(uploadId, partNumber);
         const md5 = await checksumOf("md5", body);
-        await this.#exchange(op, key, req.putBlock(this.#location, key, id, body, md5), {
-          signal,
-        });
+        await this.#exchange(
+          op,
+          key,
+          req.putBlock(this.#location, key, id, body, md5, this.#write),
+          {
+            signal,
+          },
+        );
         return { partNumber, etag: id };
       },
       checkPart: checkStagedBlock,
@@ -389,6 +410,7 @@ export class AzureStore implements ObjectStore {
           metadata: upload.metadata,
           contentType: upload.contentType,
           md5: checksum,
+          write: this.#write,
         });
         const response = await this.#exchange(op, key, request, {
           signal,

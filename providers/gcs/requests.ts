@@ -67,6 +67,17 @@ function uploadUrl(loc: GcsLocation, query: QueryParam[]): string {
 const OCTET_STREAM = "application/octet-stream";
 
 /**
+ * How the objects tierd writes are stored: the final objects' storage class, and the Cloud KMS key
+ * (CMEK) of every object written, staged parts included.
+ */
+export interface GcsWriteSettings {
+  /** The object resource's `storageClass`, e.g. `NEARLINE`. */
+  storageClass?: string;
+  /** `kmsKeyName`: `projects/P/locations/L/keyRings/R/cryptoKeys/K`. */
+  kmsKeyName?: string;
+}
+
+/**
  * An upload in one request. Without metadata or checksum a media upload (`uploadType=media`,
  * the body as is); with either a multipart/related upload (`uploadType=multipart`: a JSON part
  * with the name, metadata and `crc32c`/`md5Hash`, then the bytes), the only one-request upload
@@ -87,15 +98,19 @@ export function insertObject(
     contentType?: string;
     /** A CRC-32C or MD5 of the body, for GCS to verify and keep. */
     checksum?: Checksum;
+    /** Storage class and KMS key. */
+    write?: GcsWriteSettings;
     /** For tests: the multipart boundary. @default random */
     boundary?: string;
   } = {},
 ): GcsRequest {
   const contentType = options.contentType || OCTET_STREAM;
   const hasMetadata = options.metadata !== undefined && Object.keys(options.metadata).length > 0;
-  const related = hasMetadata || options.checksum !== undefined;
+  const storageClass = options.write?.storageClass;
+  const related = hasMetadata || options.checksum !== undefined || storageClass !== undefined;
   const query: QueryParam[] = [["uploadType", related ? "multipart" : "media"]];
   if (!related) query.push(["name", name]);
+  if (options.write?.kmsKeyName) query.push(["kmsKeyName", options.write.kmsKeyName]);
   if (options.ifAbsent) query.push(["ifGenerationMatch", "0"]);
   if (options.ifMatch !== undefined) {
     // `0` means "no live object" to GCS: a replacement must never turn into a create.
@@ -115,6 +130,7 @@ export function insertObject(
   const resource: Record<string, unknown> = { name, contentType };
   if (hasMetadata) resource.metadata = options.metadata;
   if (options.checksum) resource[hashField(options.checksum)] = options.checksum.value;
+  if (storageClass) resource.storageClass = storageClass;
   const parts = multipartRelated(JSON.stringify(resource), body, contentType, options.boundary);
   return {
     method: "POST",
@@ -232,15 +248,22 @@ export function composeObject(
   loc: GcsLocation,
   destination: string,
   sources: readonly ComposeSource[],
-  options: { ifAbsent?: boolean; metadata?: UserMetadata; contentType?: string } = {},
+  options: {
+    ifAbsent?: boolean;
+    metadata?: UserMetadata;
+    contentType?: string;
+    write?: GcsWriteSettings;
+  } = {},
 ): GcsRequest {
   if (sources.length === 0 || sources.length > MAX_COMPOSE_SOURCES) {
     throw new RangeError(`compose takes 1..${MAX_COMPOSE_SOURCES} sources, got ${sources.length}`);
   }
   const query: QueryParam[] = options.ifAbsent ? [["ifGenerationMatch", "0"]] : [];
+  if (options.write?.kmsKeyName) query.push(["kmsKeyName", options.write.kmsKeyName]);
   const destinationResource: Record<string, unknown> = {
     contentType: options.contentType || OCTET_STREAM,
   };
+  if (options.write?.storageClass) destinationResource.storageClass = options.write.storageClass;
   if (options.metadata && Object.keys(options.metadata).length > 0) {
     destinationResource.metadata = options.metadata;
   }

@@ -71,6 +71,12 @@ export interface GcsStoreOptions {
    * servers that ignore preconditions on compose (fake-gcs-server 1.56). @default "precondition"
    */
   conditionalCompose?: "precondition" | "head";
+  /**
+   * Storage class of the objects tierd writes (staged parts stay in the bucket's default: they
+   * live minutes, and a colder class would bill its minimum duration for each) and the KMS key
+   * of every object. @default the bucket's
+   */
+  write?: req.GcsWriteSettings;
 }
 
 /** Staged objects of an upload, next to its marker: parts and intermediate composites. */
@@ -115,6 +121,10 @@ export class GcsStore implements ObjectStore {
   readonly #deleteConcurrency: number;
   readonly #multipart: StagedMultipart<StagedUpload>;
   readonly #conditionalCompose: "precondition" | "head";
+  /** What the objects tierd writes get. */
+  readonly #write: req.GcsWriteSettings | undefined;
+  /** What staged parts, markers and intermediate composites get: the key, never the class. */
+  readonly #stagedWrite: req.GcsWriteSettings | undefined;
 
   /** @throws {TypeError} for an endpoint that is not an http(s) URL */
   constructor(options: GcsStoreOptions) {
@@ -129,6 +139,10 @@ export class GcsStore implements ObjectStore {
     this.#timeoutMs = options.requestTimeoutMs;
     this.#deleteConcurrency = options.deleteConcurrency ?? 16;
     this.#conditionalCompose = options.conditionalCompose ?? "precondition";
+    this.#write = options.write;
+    this.#stagedWrite = options.write?.kmsKeyName
+      ? { kmsKeyName: options.write.kmsKeyName }
+      : undefined;
     this.#multipart = new StagedMultipart(options.stagingPrefix, this.#stagingCalls());
   }
 
@@ -177,7 +191,7 @@ export class GcsStore implements ObjectStore {
     const response = await this.#exchange(
       "put",
       key,
-      req.insertObject(this.#location, key, body, { ...options, checksum }),
+      req.insertObject(this.#location, key, body, { ...options, checksum, write: this.#write }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && status === 412),
@@ -348,7 +362,11 @@ export class GcsStore implements ObjectStore {
         await this.#exchange(
           op,
           key,
-          req.insertObject(this.#location, marker, new Uint8Array(0), { metadata, contentType }),
+          req.insertObject(this.#location, marker, new Uint8Array(0), {
+            metadata,
+            contentType,
+            write: this.#stagedWrite,
+          }),
           { signal },
         );
       },
@@ -358,7 +376,7 @@ export class GcsStore implements ObjectStore {
         const response = await this.#exchange(
           op,
           key,
-          req.insertObject(this.#location, name, body, { checksum }),
+          req.insertObject(this.#location, name, body, { checksum, write: this.#stagedWrite }),
           { signal },
         );
         const part = parseObject(parseJson(response.body, op, key), op, key);
@@ -411,6 +429,7 @@ export class GcsStore implements ObjectStore {
       ifAbsent,
       metadata: upload.metadata,
       contentType: upload.contentType,
+      write: this.#write,
     });
     const response = await this.#exchange(op, key, request, {
       signal,
@@ -500,7 +519,7 @@ export class GcsStore implements ObjectStore {
         const response = await this.#exchange(
           "completeMultipart",
           key,
-          req.composeObject(this.#location, name, group),
+          req.composeObject(this.#location, name, group, { write: this.#stagedWrite }),
           {
             signal,
           },

@@ -359,6 +359,18 @@ export interface GcsConfig {
   metadata_endpoint: string;
   /** A static bearer token, for `credentials_source = "static"`. @default "" */
   token: string;
+  /**
+   * The storage class of the objects tierd writes: `STANDARD`, `NEARLINE`, `COLDLINE`,
+   * `ARCHIVE` (all read at once; the colder, the dearer a read and the longer the minimum
+   * storage), or `""` = the bucket's default. Staged parts of multipart uploads stay in the
+   * default. @default ""
+   */
+  storage_class: "" | "STANDARD" | "NEARLINE" | "COLDLINE" | "ARCHIVE";
+  /**
+   * The Cloud KMS key (CMEK) of every object written, staged parts included:
+   * `projects/P/locations/L/keyRings/R/cryptoKeys/K`; `""` = the bucket's default. @default ""
+   */
+  kms_key_name: string;
 }
 
 /** `[tiered_storage.azure]`: Azure Blob Storage. */
@@ -395,6 +407,14 @@ export interface AzureConfig {
   authority_host: string;
   /** The managed identity endpoint; `""`: http://169.254.169.254. @default "" */
   imds_endpoint: string;
+  /**
+   * The access tier of the blobs tierd writes (`x-ms-access-tier`): `Hot`, `Cool`, `Cold`, or
+   * `""` = the account's default. `Archive` is refused: its blobs cannot be read until
+   * rehydrated. @default ""
+   */
+  access_tier: string;
+  /** The encryption scope of every write (`x-ms-encryption-scope`); `""` = the container's. @default "" */
+  encryption_scope: string;
 }
 
 /** `[tiered_storage.cache]`: the local chunk cache for remote reads. */
@@ -858,6 +878,12 @@ const gcsSchema = z.strictObject({
   credentials_file: z.string().prefault(""),
   metadata_endpoint: httpUrl("GCE_METADATA_HOST or metadata.google.internal").prefault(""),
   token: z.string().prefault(""),
+  storage_class: z.enum(["", "STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"]).prefault(""),
+  kms_key_name: z.string().refine(
+    (s) =>
+      s === "" || /^projects\/[^/]+\/locations\/[^/]+\/keyRings\/[^/]+\/cryptoKeys\/[^/]+$/.test(s),
+    { message: 'a key like "projects/P/locations/L/keyRings/R/cryptoKeys/K", or ""' },
+  ).prefault(""),
 });
 
 const azureSchema = z.strictObject({
@@ -880,6 +906,17 @@ const azureSchema = z.strictObject({
   federated_token_file: z.string().prefault(""),
   authority_host: httpUrl("AZURE_AUTHORITY_HOST or login.microsoftonline.com").prefault(""),
   imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
+  access_tier: z.string().superRefine((s, ctx) => {
+    if (s === "" || s === "Hot" || s === "Cool" || s === "Cold") return;
+    ctx.addIssue({
+      code: "custom",
+      message: s === "Archive"
+        ? "Archive blobs cannot be read until rehydrated (hours): evicted data would be " +
+          "unreadable; use Cold, or a lifecycle rule on older blobs"
+        : 'one of "Hot", "Cool", "Cold", or "" for the account\'s default',
+    });
+  }).prefault(""),
+  encryption_scope: z.string().prefault(""),
 });
 
 const cacheSchema = z.strictObject({

@@ -192,6 +192,8 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         credentials_file: "",
         metadata_endpoint: "",
         token: "",
+        storage_class: "",
+        kms_key_name: "",
       },
       azure: {
         account: "",
@@ -207,6 +209,8 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         federated_token_file: "",
         authority_host: "",
         imds_endpoint: "",
+        access_tier: "",
+        encryption_scope: "",
       },
       cache: {
         path: "/etc/tierd/var/state/cache",

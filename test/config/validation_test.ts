@@ -582,3 +582,35 @@ Deno.test("an S3 storage class whose objects cannot be read at once is refused w
     );
   }
 });
+
+Deno.test("an Azure Archive tier is refused with the reason; a GCS KMS key must name a key", () => {
+  assertRefused(
+    agent('[tiered_storage.azure]\naccess_tier = "Archive"\n'),
+    "tiered_storage.azure.access_tier",
+    '"Archive"',
+    /cannot be read until rehydrated/,
+  );
+  assertRefused(
+    agent('[tiered_storage.azure]\naccess_tier = "cool"\n'),
+    "tiered_storage.azure.access_tier",
+    '"cool"',
+    /one of "Hot", "Cool", "Cold"/,
+  );
+  assertRefused(
+    agent('[tiered_storage.gcs]\nkms_key_name = "tierd-key"\n'),
+    "tiered_storage.gcs.kms_key_name",
+    '"tierd-key"',
+    /projects\/P\/locations\/L\/keyRings\/R\/cryptoKeys\/K/,
+  );
+  const ok = parseConfig(
+    agent(
+      '[tiered_storage.gcs]\nstorage_class = "COLDLINE"\n' +
+        'kms_key_name = "projects/p/locations/eu/keyRings/r/cryptoKeys/k"\n' +
+        '[tiered_storage.azure]\naccess_tier = "Cold"\nencryption_scope = "scope1"\n',
+    ),
+    SOURCE,
+    {},
+  );
+  assert.equal(ok.tiered_storage.gcs.storage_class, "COLDLINE");
+  assert.equal(ok.tiered_storage.azure.access_tier, "Cold");
+});
