@@ -21,6 +21,7 @@ import type { Logger } from "../log.ts";
 import { instrumentStore } from "../metrics/instrument_store.ts";
 import { paceUploads } from "../../providers/paced_uploads.ts";
 import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
+import { requestCost } from "../metrics/request_cost.ts";
 import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
@@ -342,6 +343,11 @@ async function runAgent(
     config.tiered_storage.cache.size,
   );
   // Resident within its idle size plus the read budget: collected when reads leave it beyond.
+  registry.onCollect(() => {
+    const cost = requestCost(metrics, config.tiered_storage.request_prices);
+    metrics.storeRequestCost.reset();
+    metrics.storeRequestCost.set({ currency: cost.currency }, cost.cost);
+  });
   const memory = new ResidentGuard(readBudget, {
     collected: () => metrics.memoryCollections.inc(),
   });
@@ -366,7 +372,13 @@ async function runAgent(
     readGuard: readAuth.guard,
     admin: { pass: () => worker.pass(), compact: () => worker.compact() },
     storeDescription: opened.describe,
-    agent: agentView({ worker, progress, metrics, cache }),
+    agent: agentView({
+      worker,
+      progress,
+      metrics,
+      cache,
+      prices: config.tiered_storage.request_prices,
+    }),
     scrub: ctx.scrub,
   });
   const tls = listenerTls(config);

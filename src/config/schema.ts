@@ -417,6 +417,22 @@ export interface AzureConfig {
   encryption_scope: string;
 }
 
+/**
+ * `[tiered_storage.request_prices]`: what the store charges per request, for the estimate of
+ * `tierd_store_request_cost_estimate` and the status page. The defaults are S3 Standard's in
+ * us-east-1 (2025); set your store's.
+ */
+export interface RequestPricesConfig {
+  /** The currency the prices are in, as shown. @default "USD" */
+  currency: string;
+  /** Per 1,000 PUT, POST and LIST requests (uploads, parts, completions, listings). @default 0.005 */
+  write_per_1000: number;
+  /** Per 1,000 GET and HEAD requests. @default 0.0004 */
+  read_per_1000: number;
+  /** Per 1,000 DELETE requests (and aborted uploads); S3 charges none. @default 0 */
+  delete_per_1000: number;
+}
+
 /** `[tiered_storage.cache]`: the local chunk cache for remote reads. */
 export interface CacheConfig {
   /**
@@ -505,6 +521,7 @@ export interface TieredStorageConfig {
   gcs: GcsConfig;
   azure: AzureConfig;
   cache: CacheConfig;
+  request_prices: RequestPricesConfig;
 }
 
 /** One `[[topic]]`: a topic tierd looks after. Topics not listed are not tiered. */
@@ -969,6 +986,14 @@ const tieredStorageSchema = z.strictObject({
   gcs: gcsSchema.prefault({}),
   azure: azureSchema.prefault({}),
   cache: cacheSchema.prefault({}),
+  request_prices: z.strictObject({
+    currency: z.string().regex(/^[A-Za-z$€£¥]{1,8}$/, {
+      message: 'a short currency name like "USD" or "EUR"',
+    }).prefault("USD"),
+    write_per_1000: z.number().min(0).prefault(0.005),
+    read_per_1000: z.number().min(0).prefault(0.0004),
+    delete_per_1000: z.number().min(0).prefault(0),
+  }).prefault({}),
 });
 
 const U32_MAX = 4_294_967_295;

@@ -49,6 +49,8 @@ export interface StoreView {
   stalled: boolean;
   /** Requests the store answered with throttling since start (`tierd_store_throttled_total`). */
   throttledRequests: number;
+  /** Requests sent to the store since start, and their estimated cost at the price table's. */
+  requests?: { count: number; cost: number; currency: string };
 }
 
 /** The chunk cache's use. */
@@ -152,6 +154,16 @@ export interface StatusJson {
   uptime_seconds: number;
   ready: boolean;
   stalled: { stalled: boolean; reason: string | null; throttled_requests: number } | null;
+  /**
+   * Store requests since start and their estimated cost (`[tiered_storage.request_prices]`);
+   * `per_day` extrapolates it from the uptime, null in the first minute.
+   */
+  store_requests: {
+    requests: number;
+    estimated_cost: number;
+    currency: string;
+    per_day: number | null;
+  } | null;
   first_pass: {
     done: boolean;
     partitions_done: number;
@@ -344,6 +356,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
   const lagBytes = summaries.reduce((n, p) => n + p.copyLag.bytes, 0);
   const rate = agent ? agent.bytesPerSecond() : null;
   let stalled: StatusJson["stalled"] = null;
+  let storeRequests: StatusJson["store_requests"] = null;
   let firstPass: StatusJson["first_pass"] = null;
   let lastPass: StatusJson["last_pass"] = null;
   let cache: StatusJson["cache"] = null;
@@ -357,6 +370,15 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
       reason: store.stalled ? reason : null,
       throttled_requests: store.throttledRequests,
     };
+    if (store.requests) {
+      const { count, cost, currency } = store.requests;
+      storeRequests = {
+        requests: count,
+        estimated_cost: cost,
+        currency,
+        per_day: i.uptimeSeconds >= 60 ? cost / i.uptimeSeconds * 86_400 : null,
+      };
+    }
     const copied = partitions.reduce((n, p) => n + (p.copied?.segments ?? 0), 0);
     const copiedBytes = partitions.reduce((n, p) => n + Number(p.copied?.bytes ?? 0), 0);
     firstPass = {
@@ -393,6 +415,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
     uptime_seconds: i.uptimeSeconds,
     ready: i.ready,
     stalled,
+    store_requests: storeRequests,
     first_pass: firstPass,
     last_pass: lastPass,
     copy: {

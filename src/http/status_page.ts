@@ -96,6 +96,15 @@ function stallSection(s: StatusJson): string {
   } — ${s.stalled.throttled_requests} throttled requests since start.</p>`;
 }
 
+function costSection(s: StatusJson): string {
+  const r = s.store_requests;
+  if (!r) return "";
+  const money = (v: number) => `${escapeHtml(r.currency)} ${v < 1 ? v.toFixed(4) : v.toFixed(2)}`;
+  const day = r.per_day === null ? "" : `, about ${money(r.per_day)} a day at this rate`;
+  return `<p id="store-requests">Store requests since start: ${r.requests}, estimated ` +
+    `${money(r.estimated_cost)}${day} (prices from [tiered_storage.request_prices]).</p>`;
+}
+
 function firstPassSection(s: StatusJson): string {
   const f = s.first_pass;
   if (!f) return "";
@@ -264,6 +273,7 @@ export function renderStatusFragment(s: StatusJson): string {
   return [
     header,
     stallSection(s),
+    costSection(s),
     firstPassSection(s),
     copySection(s),
     lastPassSection(s),

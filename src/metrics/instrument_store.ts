@@ -45,6 +45,9 @@ const SUCCESS: Record<StoreOp, readonly string[]> = {
   list_multipart_uploads: ["ok"],
 };
 
+/** Every operation counted. */
+export const STORE_OPS = Object.keys(SUCCESS) as StoreOp[];
+
 /** Every `outcome` a request of `op` can be counted with. */
 export function storeOutcomes(op: StoreOp): string[] {
   return [...SUCCESS[op], ...Object.values(SNAKE), "aborted", "error"];

@@ -48,6 +48,11 @@ export interface TierdMetrics {
   cacheBudgetExhausted: Gauge;
   /** `tierd_store_requests_total{op,outcome}`: every object store request. */
   storeRequests: Counter<"op" | "outcome">;
+  /**
+   * `tierd_store_request_cost_estimate{currency}`: what the requests since start cost at the
+   * price table's prices (set when scraped).
+   */
+  storeRequestCost: Gauge<"currency">;
   /** `tierd_store_throttled_total{op}`: store requests answered with throttling. */
   storeThrottled: Counter<"op">;
   /** `tierd_store_request_duration_seconds{op}`: latency of store requests. */
@@ -189,6 +194,11 @@ export function createTierdMetrics(
     cacheBudgetExhausted: registry.gauge(
       "tierd_cache_budget_exhausted",
       "1 while the chunk cache cannot reserve budget for a fetch.",
+    ),
+    storeRequestCost: registry.gauge(
+      "tierd_store_request_cost_estimate",
+      "Estimated cost of the store requests since start, at [tiered_storage.request_prices].",
+      ["currency"],
     ),
     storeRequests: registry.counter(
       "tierd_store_requests_total",

@@ -2,8 +2,10 @@
 // (`http/status_model.ts`'s `AgentView`), read from the tier worker (its partitions, their last
 // pass reports, health, housekeeping), the copy progress, the chunk cache and the metrics.
 import type { CacheStatsSnapshot } from "../cache/stats.ts";
-import type { AgentView, PartitionWork } from "../http/status_model.ts";
+import type { AgentView, PartitionWork, StoreView } from "../http/status_model.ts";
+import type { RequestPricesConfig } from "../config/schema.ts";
 import { throttledTotal } from "../metrics/instrument_store.ts";
+import { requestCost } from "../metrics/request_cost.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
 import type { TierWorker } from "../tier/tier_worker.ts";
 import type { CopyProgress } from "./progress.ts";
@@ -14,6 +16,8 @@ export interface AgentViewSources {
   progress: CopyProgress;
   metrics: TierdMetrics;
   cache?: { stats(): CacheStatsSnapshot };
+  /** The store's request prices, for the cost estimate. */
+  prices?: RequestPricesConfig;
 }
 
 /** Builds the {@link AgentView} of a running agent. */
@@ -72,10 +76,17 @@ export function agentView(s: AgentViewSources): AgentView {
         },
       };
     },
-    store: () => ({
-      stalled: metrics.uploadStalled.value() === 1,
-      throttledRequests: throttledTotal(metrics),
-    }),
+    store: () => {
+      const view: StoreView = {
+        stalled: metrics.uploadStalled.value() === 1,
+        throttledRequests: throttledTotal(metrics),
+      };
+      if (s.prices) {
+        const cost = requestCost(metrics, s.prices);
+        view.requests = { count: cost.requests, cost: cost.cost, currency: cost.currency };
+      }
+      return view;
+    },
     bytesPerSecond: () => progress.rate().bytesPerSecond,
     cache() {
       const c = s.cache?.stats();

@@ -222,6 +222,12 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         low_watermark_percent: 80,
         trim_min_interval: 5_000,
       },
+      request_prices: {
+        currency: "USD",
+        write_per_1000: 0.005,
+        read_per_1000: 0.0004,
+        delete_per_1000: 0,
+      },
     },
     topic: [],
   };

@@ -196,3 +196,38 @@ Deno.test("every value on the page is escaped", () => {
   assert.doesNotMatch(html, /<img|<script/);
   assert.match(html, /not ready/);
 });
+
+Deno.test("the store's requests and their estimated cost, per day at the uptime's rate", () => {
+  const priced: AgentView = {
+    ...agent({ "1/2/0": work() }),
+    store: () => ({
+      stalled: false,
+      throttledRequests: 0,
+      requests: { count: 12_000, cost: 0.06, currency: "USD" },
+    }),
+  };
+  const s = statusJson([summary(0)], {
+    ...inputs,
+    ready: true,
+    uptimeSeconds: 3600,
+    agent: priced,
+  });
+  const r = s.store_requests!;
+  assert.deepEqual([r.requests, r.estimated_cost, r.currency], [12_000, 0.06, "USD"]);
+  assert.ok(Math.abs(r.per_day! - 1.44) < 1e-9, `${r.per_day}`);
+  const html = renderStatusFragment(s);
+  assert.match(
+    html,
+    /Store requests since start: 12000, estimated USD 0\.0600, about USD 1\.44 a day/,
+  );
+  const early = statusJson([summary(0)], {
+    ...inputs,
+    ready: true,
+    uptimeSeconds: 30,
+    agent: priced,
+  });
+  assert.equal(early.store_requests?.per_day, null, "not extrapolated from the first minute");
+  assert.doesNotMatch(renderStatusFragment(early), /a day/);
+  // Without a price table (a bare read path), nothing is said.
+  assert.equal(statusJson([summary(0)], { ...inputs, ready: true }).store_requests, null);
+});

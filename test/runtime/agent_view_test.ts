@@ -61,4 +61,21 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
   });
   assert.deepEqual(view.store(), { stalled: true, throttledRequests: 5 });
   assert.equal(view.cache(), undefined);
+
+  // With a price table: the requests counted so far, each at its class's price.
+  metrics.storeRequests.inc({ op: "put", outcome: "ok" }, 2000);
+  metrics.storeRequests.inc({ op: "put_part", outcome: "transport" }, 1000);
+  metrics.storeRequests.inc({ op: "get", outcome: "ok" }, 10_000);
+  metrics.storeRequests.inc({ op: "delete", outcome: "ok" }, 500);
+  const priced = agentView({
+    worker,
+    progress,
+    metrics,
+    prices: { currency: "EUR", write_per_1000: 0.005, read_per_1000: 0.0004, delete_per_1000: 1 },
+  });
+  const store = priced.store();
+  assert.equal(store.requests?.count, 13_500);
+  assert.equal(store.requests?.currency, "EUR");
+  const expected = 3000 * 0.005 / 1000 + 10_000 * 0.0004 / 1000 + 500 / 1000;
+  assert.ok(Math.abs(store.requests!.cost - expected) < 1e-9, `${store.requests!.cost}`);
 });
