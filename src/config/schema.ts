@@ -304,8 +304,9 @@ export interface S3Config {
   /**
    * The storage class of every object tierd writes (`x-amz-storage-class`): `STANDARD_IA`,
    * `INTELLIGENT_TIERING`, `GLACIER_IR`, `ONEZONE_IA`, `STANDARD`, `REDUCED_REDUNDANCY`,
-   * `EXPRESS_ONEZONE`; `""` = the bucket's default. `GLACIER` and `DEEP_ARCHIVE` are refused:
-   * their objects cannot be read until restored. @default ""
+   * `EXPRESS_ONEZONE`, another the store defines (Ceph RGW), or `""` = the bucket's default.
+   * `GLACIER` and `DEEP_ARCHIVE` are refused: their objects cannot be read until restored. The
+   * probe writes with it, so a class the store does not take is named at start. @default ""
    */
   storage_class: string;
   /**
@@ -820,14 +821,20 @@ export const S3_STORAGE_CLASSES = [
   "EXPRESS_ONEZONE",
 ] as const;
 
-/** Why `storage_class` cannot be used, or undefined when it can. */
+/**
+ * Why `storage_class` cannot be used, or undefined when it can: AWS's classes that read at once,
+ * and any other name in S3's spelling (Ceph RGW's placement classes, MinIO's tiers); the probe
+ * then finds out whether the store takes it.
+ */
 function s3StorageClassProblem(s: string): string | undefined {
   if (s === "" || (S3_STORAGE_CLASSES as readonly string[]).includes(s)) return undefined;
   if (s === "GLACIER" || s === "DEEP_ARCHIVE") {
     return `${s} objects cannot be read until restored (hours): evicted data would be ` +
       `unreadable; use GLACIER_IR (instant retrieval) or a lifecycle rule on older objects`;
   }
-  return `one of ${S3_STORAGE_CLASSES.join(", ")}, or "" for the bucket's default`;
+  if (/^[A-Z][A-Z0-9_]{0,63}$/.test(s)) return undefined;
+  return `one of ${S3_STORAGE_CLASSES.join(", ")}, another class the store defines in ` +
+    `S3's spelling (capitals, digits, "_"), or "" for the bucket's default`;
 }
 
 const ARN = z.string().refine((s) => s === "" || /^arn:[a-z-]+:[a-z0-9-]*:/.test(s), {
