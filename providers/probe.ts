@@ -10,8 +10,13 @@ import { type ObjectStore, StoreError } from "./types.ts";
 import { S3ErrorInfo } from "./s3/responses.ts";
 import { S3Store } from "./s3/store.ts";
 
-/** The outcome of {@link probeStore}. */
-export type ProbeResult = { ok: true; warnings?: string[] } | { ok: false; reason: string };
+/**
+ * The outcome of {@link probeStore}; a failure says at which stage: `list` (the store cannot be
+ * reached or read: nothing works) or `writes` (reads work, copies will not).
+ */
+export type ProbeResult =
+  | { ok: true; warnings?: string[] }
+  | { ok: false; reason: string; stage: "list" | "writes" };
 
 /** A step of the write check failed. */
 class WriteStepError extends Error {
@@ -21,10 +26,26 @@ class WriteStepError extends Error {
   }
 }
 
-/** The write check's probe objects go here, beside (never inside) any cluster's key space. */
-function probeKey(prefix: string, what: string): string {
+/**
+ * Where a probe's objects go: `{prefix}/.tierd-probe/{space}/`, beside (never inside) any
+ * cluster's key space; `space` is one agent's, so that what a probe cut off by a crash left
+ * there is the next probe's to remove.
+ */
+export function probeDir(prefix: string, space: string): string {
   const root = prefix.replace(/\/+$/, "");
-  return `${root === "" ? "" : `${root}/`}.tierd-probe/${what}-${crypto.randomUUID()}`;
+  return `${root === "" ? "" : `${root}/`}.tierd-probe/${space}/`;
+}
+
+/** Removes what an earlier probe in `dir` left (objects, unfinished multipart uploads). */
+async function clearProbeDir(store: ObjectStore, dir: string, signal?: AbortSignal) {
+  const page = await store.list(dir, { maxKeys: 1000, signal });
+  const keys = page.objects.map((o) => o.key).filter((k) => k.startsWith(dir));
+  if (keys.length > 0) await store.deleteMany(keys, { signal });
+  for (const upload of await store.listMultipartUploads(dir, { signal })) {
+    if (upload.key.startsWith(dir)) {
+      await store.abortMultipart(upload.key, upload.uploadId, { signal });
+    }
+  }
 }
 
 /**
@@ -34,11 +55,11 @@ function probeKey(prefix: string, what: string): string {
  */
 async function checkWrites(
   store: ObjectStore,
-  prefix: string,
+  dir: string,
   signal: AbortSignal | undefined,
 ): Promise<string[]> {
   const s3 = store instanceof S3Store;
-  const key = probeKey(prefix, "write");
+  const key = `${dir}write-${crypto.randomUUID()}`;
   const partsKey = `${key}-multipart`;
   const bytes = crypto.getRandomValues(new Uint8Array(1024));
   const warnings: string[] = [];
@@ -123,25 +144,58 @@ async function checkWrites(
 export async function probeStore(
   store: ObjectStore,
   prefix: string,
-  options: { signal?: AbortSignal; writes?: boolean } = {},
+  options: { signal?: AbortSignal; writes?: boolean; space?: string } = {},
 ): Promise<ProbeResult> {
+  const signal = options.signal;
   try {
     if (store instanceof S3Store) await store.probe(prefix, options);
-    else await store.list(prefix, { maxKeys: 1, signal: options.signal });
-    // The fs store's writes are the local disk's (and would create a mistyped root).
-    if (!options.writes || store.kind === "fs") return { ok: true };
-    const warnings = await checkWrites(store, prefix, options.signal);
+    else await store.list(prefix, { maxKeys: 1, signal });
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    return { ok: false, reason: probeReason(store, err), stage: "list" };
+  }
+  // The fs store's writes are the local disk's (and would create a mistyped root).
+  if (!options.writes || store.kind === "fs") return { ok: true };
+  const dir = probeDir(prefix, options.space ?? "probe");
+  try {
+    await step(
+      "clearing an earlier probe's objects",
+      "the credentials' delete permission",
+      () => clearProbeDir(store, dir, signal),
+    );
+    if (store instanceof S3Store && store.settlesChecksum) {
+      // `checksum = "auto"`: settled here, where a refusal is named.
+      await step(
+        'settling the checksum (checksum = "auto")',
+        CHECKSUM_FIX,
+        () => store.settleChecksum(dir, { signal }),
+      );
+    }
+    const warnings = await checkWrites(store, dir, signal);
     return warnings.length > 0 ? { ok: true, warnings } : { ok: true };
   } catch (err) {
-    if (options.signal?.aborted) throw err;
-    if (err instanceof WriteStepError) {
-      return {
-        ok: false,
-        reason: `${err.step} on a probe key failed: ${probeReason(store, err.cause)}; check ` +
-          err.fix,
-      };
-    }
-    return { ok: false, reason: probeReason(store, err) };
+    if (signal?.aborted) throw err;
+    const step = err instanceof WriteStepError ? err : undefined;
+    return {
+      ok: false,
+      stage: "writes",
+      reason: step
+        ? `${step.step} on a probe key failed: ${probeReason(store, step.cause)}; check ${step.fix}`
+        : probeReason(store, err),
+    };
+  }
+}
+
+const CHECKSUM_FIX = "the credentials' write permission (s3:PutObject), tiered_storage.s3." +
+  "storage_class, sse and sse_kms_key_id";
+
+/** Runs one named step of the write check. */
+async function step<T>(name: string, fix: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof WriteStepError) throw err;
+    throw new WriteStepError(name, fix, { cause: err });
   }
 }
 

@@ -2,8 +2,9 @@
 # Installs the object-store servers the contract tests run against, each only if
 # missing, into $HOME/.cache/tierd: MinIO and fake-gcs-server (go install, pinned, static so
 # scripts/docker-images.sh can put the same binaries in images) into bin/, Azurite (npm, pinned)
-# into azurite/; and Prometheus' promtool (go install, pinned) into bin/ for the metrics and
-# alert rule checks. Idempotent; prints what it did. Building MinIO or promtool takes minutes.
+# into azurite/; s3proxy (Maven, pinned; Java) into s3proxy/; and Prometheus' promtool (go
+# install, pinned) into bin/ for the metrics and alert rule checks. Idempotent; prints what it
+# did. Building MinIO or promtool takes minutes.
 # Pins: scripts/test-servers.env. Override the location with TIERD_CACHE_DIR.
 set -euo pipefail
 
@@ -14,6 +15,7 @@ FAKE_GCS_MODULE="$(pin TIERD_FAKE_GCS_MODULE)"
 AZURITE_PACKAGE="$(pin TIERD_AZURITE_PACKAGE)"
 PROMTOOL_MODULE="$(pin TIERD_PROMTOOL_MODULE)"
 PROMTOOL_VERSION="$(pin TIERD_PROMTOOL_VERSION)"
+S3PROXY_ARTIFACT="$(pin TIERD_S3PROXY_ARTIFACT)"
 
 CACHE="${TIERD_CACHE_DIR:-$HOME/.cache/tierd}"
 BIN="$CACHE/bin"
@@ -58,6 +60,23 @@ elif command -v npm >/dev/null 2>&1; then
   say "azurite: installed ($AZURITE_DIR/node_modules/.bin/azurite-blob)"
 else
   say "azurite: SKIPPED — npm is not available"
+  status=1
+fi
+
+S3PROXY_DIR="$CACHE/s3proxy"
+S3PROXY_JAR="$S3PROXY_DIR/s3proxy.jar"
+if [ -f "$S3PROXY_JAR" ]; then
+  say "s3proxy: already installed at $S3PROXY_JAR"
+elif command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
+  say "s3proxy: fetching $S3PROXY_ARTIFACT (jar-with-dependencies) with Maven…"
+  mkdir -p "$S3PROXY_DIR"
+  mvn --batch-mode --quiet -Dstyle.color=never dependency:copy \
+    -Dartifact="$S3PROXY_ARTIFACT:jar:jar-with-dependencies" \
+    -DoutputDirectory="$S3PROXY_DIR" -Dmdep.stripVersion=true
+  mv "$S3PROXY_DIR"/s3proxy-jar-with-dependencies.jar "$S3PROXY_JAR"
+  say "s3proxy: installed at $S3PROXY_JAR"
+else
+  say "s3proxy: SKIPPED — java and mvn are needed"
   status=1
 fi
 

@@ -7,6 +7,8 @@ import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
 import { GcsStore } from "../providers/gcs/store.ts";
 import type { CredentialReport } from "../providers/credentials/types.ts";
+import { probeDir } from "../providers/probe.ts";
+import { probeSpace } from "./layout/probe_space.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
@@ -73,7 +75,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
         urlStyle: s3.url_style,
         conditionalComplete: s3.conditional_writes ? "header" : "head",
         checksum: s3.checksum,
-        probePrefix: s3.prefix,
+        probeDir: probeDir(s3.prefix, probeSpace(config.agent.state_dir)),
         write: {
           storageClass: s3.storage_class || undefined,
           sse: s3.sse || undefined,

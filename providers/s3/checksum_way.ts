@@ -63,19 +63,17 @@ function refusal(what: string, err: StoreError): string {
 export type CandidateStore = (way: S3ChecksumWay) => ObjectStore;
 
 /**
- * Settles `auto` by trying each checksum on a probe key under `prefix`.
+ * Settles `auto` by trying each checksum on a probe key in `dir` (a key prefix ending in `/`).
  * @param candidate a store over the same bucket sending checksums the given way
  * @throws {StoreError} when even a put without any checksum fails (the probe's real reason)
  */
 export async function negotiateChecksumWay(
   candidate: CandidateStore,
-  prefix: string,
+  dir: string,
   options: { signal?: AbortSignal } = {},
 ): Promise<ChecksumReport> {
   const signal = options.signal;
-  const root = prefix.replace(/\/+$/, "");
-  const id = crypto.randomUUID();
-  const key = `${root === "" ? "" : `${root}/`}.tierd-probe/checksum-${id}`;
+  const key = `${dir}checksum-${crypto.randomUUID()}`;
   const partsKey = `${key}-multipart`;
   const bytes = crypto.getRandomValues(new Uint8Array(1024));
   const refused: string[] = [];

@@ -102,8 +102,12 @@ export interface S3StoreOptions {
    * (checksum_way.ts). @default "crc64nvme"
    */
   checksum?: S3ChecksumMode | S3ChecksumWay;
-  /** Where `checksum = "auto"` writes its probe objects (the configured prefix). @default "" */
-  probePrefix?: string;
+  /**
+   * Where `checksum = "auto"` writes its probe objects when it settles before the first request
+   * that needs it (without {@link S3Store.settleChecksum}): a key prefix ending in `/`.
+   * @default ".tierd-probe/"
+   */
+  probeDir?: string;
   /** Storage class and server-side encryption of every object written. @default the bucket's */
   write?: req.WriteSettings;
 }
@@ -182,13 +186,30 @@ export class S3Store implements ObjectStore {
   /** How checksums are sent, settling `auto` first (once) when it has not been. */
   async #way(signal?: AbortSignal): Promise<S3ChecksumWay> {
     if (this.#checksumWay) return this.#checksumWay;
-    this.#settling ??= this.#settle(this.#options.probePrefix ?? "", signal).finally(() => {
-      this.#settling = undefined;
-    });
+    this.#settling ??= this.#settle(this.#options.probeDir ?? ".tierd-probe/", signal).finally(
+      () => {
+        this.#settling = undefined;
+      },
+    );
     return await this.#settling;
   }
 
-  async #settle(prefix: string, signal?: AbortSignal): Promise<S3ChecksumWay> {
+  /** True while `checksum = "auto"` has not been settled. */
+  get settlesChecksum(): boolean {
+    return this.#checksumWay === undefined;
+  }
+
+  /**
+   * Settles `checksum = "auto"` now (the probe does, where a failure is named), with probe objects
+   * in `dir` (a key prefix ending in `/`). A no-op once settled or when a checksum was set.
+   * @throws {StoreError} when even a put without any checksum fails
+   */
+  async settleChecksum(dir: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.#checksumWay) return;
+    await this.#settle(dir, options.signal);
+  }
+
+  async #settle(dir: string, signal?: AbortSignal): Promise<S3ChecksumWay> {
     const report = await negotiateChecksumWay(
       (way) =>
         new S3Store({
@@ -196,7 +217,7 @@ export class S3Store implements ObjectStore {
           urlStyle: this.#location.style,
           checksum: way,
         }),
-      prefix,
+      dir,
       { signal },
     );
     this.#checksumReport = report;
@@ -501,14 +522,6 @@ export class S3Store implements ObjectStore {
    * @throws {StoreError} what the LIST threw
    */
   async probe(prefix: string, options: { signal?: AbortSignal } = {}): Promise<void> {
-    await this.#reach(prefix, options);
-    // `auto` is settled here, where a failure is named, rather than before the first upload.
-    if (this.#options.checksum === "auto" && !this.#checksumReport) {
-      await this.#settle(prefix, options.signal);
-    }
-  }
-
-  async #reach(prefix: string, options: { signal?: AbortSignal }): Promise<void> {
     try {
       await this.list(prefix, { maxKeys: 1, signal: options.signal });
     } catch (err) {

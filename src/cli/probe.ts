@@ -6,6 +6,7 @@ import { systemClock } from "../../providers/clock.ts";
 import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { describeChecksumWay } from "../../providers/s3/checksum_way.ts";
 import { S3Store } from "../../providers/s3/store.ts";
+import { probeSpace } from "../layout/probe_space.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
@@ -37,7 +38,10 @@ async function probe({ values }: ParsedArgs): Promise<number> {
     return lines;
   };
   try {
-    const result = await probeStore(store, prefix, { writes: true });
+    const result = await probeStore(store, prefix, {
+      writes: true,
+      space: probeSpace(ctx.config.agent.state_dir, "cli"),
+    });
     if (!result.ok) {
       // One line: the reason, then the chain (which source answered, why others were skipped).
       const chain = credentialLines().map((l) => l.trim()).join("; ");

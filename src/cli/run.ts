@@ -22,6 +22,7 @@ import { instrumentStore } from "../metrics/instrument_store.ts";
 import { paceUploads } from "../../providers/paced_uploads.ts";
 import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
 import { requestCost } from "../metrics/request_cost.ts";
+import { probeSpace } from "../layout/probe_space.ts";
 import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
@@ -104,13 +105,24 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
     new LiveBandwidth(() => ctx.config.tiered_storage.upload_bandwidth),
   );
   try {
-    // What the agent will do, tried on a probe key first: a refusal is named now.
-    const probe = await probeStore(opened.store, opened.prefix, { writes: true });
-    if (!probe.ok) {
+    // What the agent will do, tried on a probe key first: a refusal is named now. A store
+    // that cannot be listed stops the start; one that refuses writes leaves reads working, and
+    // the copies fail (and show) until it is fixed.
+    const probe = await probeStore(opened.store, opened.prefix, {
+      writes: true,
+      space: probeSpace(config.agent.state_dir),
+    });
+    if (!probe.ok && probe.stage === "list") {
       console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
     }
-    for (const warning of probe.warnings ?? []) {
+    if (!probe.ok) {
+      logger.error("store probe: the store refuses what copies need; reads still work", {
+        store: opened.describe,
+        reason: probe.reason,
+      });
+    }
+    for (const warning of (probe.ok && probe.warnings) || []) {
       logger.warn("store probe", { store: opened.describe, warning });
     }
     logger.info("store probe ok", { store: opened.describe, prefix: opened.prefix });

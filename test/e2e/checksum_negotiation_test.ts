@@ -6,18 +6,12 @@
 // header after the probe. MinIO runs natively or as a container; without it the suite is skipped
 // loudly (failed in CI).
 import assert from "node:assert/strict";
-import { access } from "node:fs/promises";
+import { probeStore } from "../../providers/probe.ts";
 import { S3Store } from "../../providers/s3/store.ts";
-import { getSegment } from "../../src/state/segment_state.ts";
-import { UnlinkEvictor } from "../../src/tier/evictor.ts";
-import { copyPhase } from "../../src/tier/phases/copy.ts";
-import { evictPhase } from "../../src/tier/phases/evict.ts";
-import { advanceFloor } from "../../src/tier/phases/floor.ts";
 import { startMinio } from "../fixtures/minio.ts";
-import { phaseRig } from "../tier/_phase_rig.ts";
 import { startRefusingProxy } from "./_checksum_refusing_proxy.ts";
+import { copyProveEvict } from "./_copy_prove_evict.ts";
 
-const MiB = 1024 * 1024;
 const PREFIX = "iggy";
 
 Deno.test("checksum auto on MinIO, directly and behind a store that refuses the headers as B2 does", async (t) => {
@@ -31,7 +25,6 @@ Deno.test("checksum auto on MinIO, directly and behind a store that refuses the 
       credentials: { accessKeyId: minio.accessKey, secretAccessKey: minio.secretKey },
       urlStyle: "path",
       checksum: "auto",
-      probePrefix: PREFIX,
     });
   const probeObjects = async () =>
     (await s3(minio.endpoint).list(`${PREFIX}/.tierd-probe/`)).objects.map((o) => o.key);
@@ -41,7 +34,7 @@ Deno.test("checksum auto on MinIO, directly and behind a store that refuses the 
       "MinIO: CRC-64/NVME, proven by the stored checksum, probe objects gone",
       async () => {
         const store = s3(minio.endpoint);
-        await store.probe(PREFIX);
+        assert.deepEqual(await probeStore(store, PREFIX, { writes: true }), { ok: true });
         const report = store.checksumReport!;
         assert.deepEqual(report.way, { body: "crc64nvme", multipart: "crc64nvme", headMode: true });
         assert.equal(report.singleProof, "the stored crc64nvme");
@@ -57,7 +50,7 @@ Deno.test("checksum auto on MinIO, directly and behind a store that refuses the 
         const proxy = await startRefusingProxy(minio.endpoint);
         const store = s3(proxy.endpoint);
         try {
-          await store.probe(PREFIX);
+          assert.deepEqual(await probeStore(store, PREFIX, { writes: true }), { ok: true });
           const report = store.checksumReport!;
           assert.deepEqual(report.way, { body: "md5", multipart: "md5", headMode: false });
           assert.equal(report.singleProof, "the ETag (MD5)");
@@ -75,48 +68,16 @@ Deno.test("checksum auto on MinIO, directly and behind a store that refuses the 
           const refusedAtProbe = proxy.refused.length;
 
           // Segments of 6 MiB with 5 MiB parts: multipart uploads, and a last smaller one as a PUT.
-          const r = await phaseRig({
-            messages: 1_300,
-            payloadSize: 10_000,
-            segmentSize: 6 * MiB,
-            wrap: () => store,
-            config: (c) => void (c.tiered_storage.part_size = 5 * MiB),
-          });
-          try {
-            const sealed = (await r.local()).filter((s) => s.sealed);
-            assert.ok(sealed.length >= 2, `${sealed.length} sealed segments`);
-            const copied = await copyPhase(r.ctx, r.ledger, {
-              segments: await r.local(),
-              format: r.format,
-              reportedGaps: new Set(),
-            });
-            assert.deepEqual(copied.errors, []);
-            await advanceFloor(r.ctx, r.ledger);
-            const evicted = await evictPhase(r.ctx, r.ledger, {
-              dir: r.dir,
-              segments: await r.local(),
-              format: r.format,
-              topic: { ...r.topic, local_retention_size: 0 },
-              evictor: new UnlinkEvictor(),
-            });
-            assert.deepEqual(evicted.errors, []);
-            assert.equal(evicted.evicted, sealed.length, "every sealed segment, proven, evicted");
-            for (const seg of sealed) {
-              assert.equal(getSegment(r.ledger.state, 0n, seg.start)?.evicted, true);
-              await assert.rejects(access(seg.logPath));
-            }
-            assert.equal(
-              proxy.refused.length,
-              refusedAtProbe,
-              `refused after the probe: ${proxy.refused.slice(refusedAtProbe)}`,
-            );
-            assert.ok(
-              (proxy.forwardedChecksums.get("content-md5") ?? 0) > sealed.length,
-              "bodies went with Content-MD5",
-            );
-          } finally {
-            await r.cleanup();
-          }
+          const evicted = await copyProveEvict(store);
+          assert.equal(
+            proxy.refused.length,
+            refusedAtProbe,
+            `refused after the probe: ${proxy.refused.slice(refusedAtProbe)}`,
+          );
+          assert.ok(
+            (proxy.forwardedChecksums.get("content-md5") ?? 0) > evicted,
+            "bodies went with Content-MD5",
+          );
         } finally {
           await proxy.close();
         }

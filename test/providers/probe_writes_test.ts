@@ -66,3 +66,22 @@ Deno.test("a store that ignores If-None-Match on a create passes the probe with 
   assert.match((result as { warnings: string[] }).warnings[0], /ignores If-None-Match/);
   assert.deepEqual(await leftovers(sim), []);
 });
+
+Deno.test("what a probe cut off by a crash left in its space is removed by the next probe, never another agent's", async () => {
+  const sim = new SimStore();
+  const mine = ".tierd-probe/a1/";
+  // A crash mid-probe: an object and an unfinished multipart upload of agent a1, one of a2.
+  await sim.put(`iggy/${mine}write-1`, new Uint8Array(10));
+  await sim.createMultipart(`iggy/${mine}write-1-multipart`);
+  await sim.put("iggy/.tierd-probe/a2/write-9", new Uint8Array(10));
+  assert.deepEqual(await probeStore(sim, "iggy", { writes: true, space: "a1" }), { ok: true });
+  assert.deepEqual(await leftovers(sim), ["iggy/.tierd-probe/a2/write-9"]);
+});
+
+Deno.test("a store that can be listed but refuses writes fails the probe at the writes stage", async () => {
+  const result = await probeStore(refusing(new SimStore(), "put"), "iggy", { writes: true });
+  assert.equal(result.ok, false);
+  assert.equal((result as { stage: string }).stage, "writes");
+  const unreachable = await probeStore(refusing(new SimStore(), "list"), "iggy", { writes: true });
+  assert.equal((unreachable as { stage: string }).stage, "list");
+});

@@ -1,0 +1,52 @@
+// Copies every sealed segment of a fresh phase rig into `store`, proves the copies and evicts the
+// local files — 6 MiB segments in 5 MiB parts, so multipart uploads and single PUTs both go —
+// and checks that every sealed segment went. For the S3 implementations' suites.
+import assert from "node:assert/strict";
+import { access } from "node:fs/promises";
+import type { ObjectStore } from "../../providers/types.ts";
+import { getSegment } from "../../src/state/segment_state.ts";
+import { UnlinkEvictor } from "../../src/tier/evictor.ts";
+import { copyPhase } from "../../src/tier/phases/copy.ts";
+import { evictPhase } from "../../src/tier/phases/evict.ts";
+import { advanceFloor } from "../../src/tier/phases/floor.ts";
+import { phaseRig } from "../tier/_phase_rig.ts";
+
+const MiB = 1024 * 1024;
+
+/** @returns how many segments were copied, proven and evicted */
+export async function copyProveEvict(store: ObjectStore): Promise<number> {
+  const r = await phaseRig({
+    messages: 1_300,
+    payloadSize: 10_000,
+    segmentSize: 6 * MiB,
+    wrap: () => store,
+    config: (c) => void (c.tiered_storage.part_size = 5 * MiB),
+  });
+  try {
+    const sealed = (await r.local()).filter((s) => s.sealed);
+    assert.ok(sealed.length >= 2, `${sealed.length} sealed segments`);
+    const copied = await copyPhase(r.ctx, r.ledger, {
+      segments: await r.local(),
+      format: r.format,
+      reportedGaps: new Set(),
+    });
+    assert.deepEqual(copied.errors, []);
+    await advanceFloor(r.ctx, r.ledger);
+    const evicted = await evictPhase(r.ctx, r.ledger, {
+      dir: r.dir,
+      segments: await r.local(),
+      format: r.format,
+      topic: { ...r.topic, local_retention_size: 0 },
+      evictor: new UnlinkEvictor(),
+    });
+    assert.deepEqual(evicted.errors, []);
+    assert.equal(evicted.evicted, sealed.length, "every sealed segment, proven, evicted");
+    for (const seg of sealed) {
+      assert.equal(getSegment(r.ledger.state, 0n, seg.start)?.evicted, true);
+      await assert.rejects(access(seg.logPath));
+    }
+    return sealed.length;
+  } finally {
+    await r.cleanup();
+  }
+}
