@@ -23,6 +23,8 @@ export interface MultipartWriterOptions {
   concurrency?: number;
   metadata?: UserMetadata;
   contentType?: string;
+  /** The object's storage class or tier (see `PutOptions.storageClass`). */
+  storageClass?: string;
   /** Never overwrite: the result is `AlreadyExists` when the key is taken. */
   ifAbsent?: boolean;
   /** Aborts the upload (and the multipart upload in the store). */
@@ -205,6 +207,7 @@ export class BufferedMultipartWriter {
         this.#store.completeMultipart(this.#key, uploadId, parts, {
           ifAbsent: this.#options.ifAbsent,
           checksum: options.checksum,
+          storageClass: this.#options.storageClass,
           signal: this.#signal(signal),
         })
       );
@@ -297,6 +300,7 @@ export class BufferedMultipartWriter {
         this.#store.createMultipart(this.#key, {
           metadata: this.#options.metadata,
           contentType: this.#options.contentType,
+          storageClass: this.#options.storageClass,
           signal: this.#signal(signal),
         })
       );

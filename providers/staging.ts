@@ -114,6 +114,8 @@ export interface StagedCompletion<M extends UploadMarker> {
   ifAbsent: boolean;
   /** The whole object's checksum, when the caller gave one (see `completionChecksum`). */
   checksum?: Checksum;
+  /** The object's storage class or tier, when the caller gave one. */
+  storageClass?: string;
   signal?: AbortSignal;
 }
 
@@ -289,6 +291,7 @@ export class StagedMultipart<M extends UploadMarker> {
       parts: ordered,
       ifAbsent: options.ifAbsent === true,
       checksum: options.checksum,
+      storageClass: options.storageClass,
       signal,
     });
     if (result.status === "Created") {

@@ -136,6 +136,11 @@ export interface PutOptions {
   ifMatch?: string;
   metadata?: UserMetadata;
   contentType?: string;
+  /**
+   * The object's storage class (S3, GCS) or access tier (Azure), in the store's spelling, in
+   * place of the store's configured one; ignored by the fs and sim stores.
+   */
+  storageClass?: string;
   signal?: AbortSignal;
 }
 
@@ -200,6 +205,8 @@ export interface CompleteOptions {
   ifAbsent?: boolean;
   /** The whole object's checksum, of the store's {@link ObjectStore.completionChecksum}. */
   checksum?: Checksum;
+  /** As given to `createMultipart` (GCS and Azure set it when the object is made). */
+  storageClass?: string;
   signal?: AbortSignal;
 }
 
@@ -233,7 +240,13 @@ export interface ObjectStore {
   list(prefix: string, options?: ListOptions): Promise<ListPage>;
   createMultipart(
     key: string,
-    options?: { metadata?: UserMetadata; contentType?: string; signal?: AbortSignal },
+    options?: {
+      metadata?: UserMetadata;
+      contentType?: string;
+      /** The object's storage class or tier, as for `put`; repeated to `completeMultipart`. */
+      storageClass?: string;
+      signal?: AbortSignal;
+    },
   ): Promise<string>;
   putPart(
     key: string,

@@ -70,6 +70,7 @@ export async function uploadFile(
           ifAbsent: options.ifAbsent,
           metadata: options.metadata,
           contentType: options.contentType,
+          storageClass: options.storageClass,
           signal: signal && options.signal
             ? AbortSignal.any([signal, options.signal])
             : signal ?? options.signal,

@@ -202,7 +202,13 @@ export class AzureStore implements ObjectStore {
     const response = await this.#exchange(
       "put",
       key,
-      req.putBlob(this.#location, key, body, { ...options, md5, write: this.#write }),
+      req.putBlob(this.#location, key, body, {
+        ...options,
+        md5,
+        write: options.storageClass
+          ? { ...this.#write, accessTier: options.storageClass }
+          : this.#write,
+      }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && (status === 409 || status === 412)),
@@ -403,14 +409,16 @@ export class AzureStore implements ObjectStore {
         const { metadata } = parseProperties(marker, answer.headers, op);
         return { metadata, contentType: answer.headers.get("content-type") ?? undefined };
       },
-      commit: async ({ op, key, uploadId, upload, parts, ifAbsent, checksum, signal }) => {
+      commit: async (
+        { op, key, uploadId, upload, parts, ifAbsent, checksum, storageClass, signal },
+      ) => {
         const ids = parts.map((part) => req.blockId(uploadId, part.partNumber));
         const request = req.putBlockList(this.#location, key, ids, {
           ifAbsent,
           metadata: upload.metadata,
           contentType: upload.contentType,
           md5: checksum,
-          write: this.#write,
+          write: storageClass ? { ...this.#write, accessTier: storageClass } : this.#write,
         });
         const response = await this.#exchange(op, key, request, {
           signal,

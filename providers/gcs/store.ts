@@ -79,6 +79,14 @@ export interface GcsStoreOptions {
   write?: req.GcsWriteSettings;
 }
 
+/** `write` with `storageClass` in place of its class, when one is given. */
+function classed(
+  write: req.GcsWriteSettings | undefined,
+  storageClass: string | undefined,
+): req.GcsWriteSettings | undefined {
+  return storageClass ? { ...write, storageClass } : write;
+}
+
 /** Staged objects of an upload, next to its marker: parts and intermediate composites. */
 const STAGED = /^(part-\d{5}|compose-\d+-\d+)$/;
 const isStagedName = (last: string) => STAGED.test(last);
@@ -191,7 +199,11 @@ export class GcsStore implements ObjectStore {
     const response = await this.#exchange(
       "put",
       key,
-      req.insertObject(this.#location, key, body, { ...options, checksum, write: this.#write }),
+      req.insertObject(this.#location, key, body, {
+        ...options,
+        checksum,
+        write: classed(this.#write, options.storageClass),
+      }),
       {
         signal: options.signal,
         accept: (status) => isOk(status) || (ifAbsent && status === 412),
@@ -405,7 +417,9 @@ export class GcsStore implements ObjectStore {
 
   /** Composes the staged parts into the key, checking each against the generation listed. */
   async #compose(
-    { op, key, marker, upload, parts, ifAbsent, signal }: StagedCompletion<StagedUpload>,
+    { op, key, marker, upload, parts, ifAbsent, storageClass, signal }: StagedCompletion<
+      StagedUpload
+    >,
   ): Promise<PutResult> {
     const sources = parts.map((part): req.ComposeSource => {
       const name = partName(marker, part.partNumber);
@@ -429,7 +443,7 @@ export class GcsStore implements ObjectStore {
       ifAbsent,
       metadata: upload.metadata,
       contentType: upload.contentType,
-      write: this.#write,
+      write: classed(this.#write, storageClass),
     });
     const response = await this.#exchange(op, key, request, {
       signal,

@@ -178,6 +178,12 @@ export class S3Store implements ObjectStore {
       : wayOf(checksum);
   }
 
+  /** The configured write settings, with `storageClass` in place of the configured class. */
+  #writeFor(storageClass: string | undefined): req.WriteSettings | undefined {
+    if (!storageClass) return this.#options.write;
+    return { ...this.#options.write, storageClass };
+  }
+
   /** What `checksum = "auto"` settled on and why, once it has; undefined otherwise. */
   get checksumReport(): ChecksumReport | undefined {
     return this.#checksumReport;
@@ -280,7 +286,7 @@ export class S3Store implements ObjectStore {
       req.putObject(this.#location, key, body, {
         ...options,
         checksum,
-        write: this.#options.write,
+        write: this.#writeFor(options.storageClass),
       }),
       {
         signal: options.signal,
@@ -368,7 +374,12 @@ export class S3Store implements ObjectStore {
 
   async createMultipart(
     key: string,
-    options: { metadata?: UserMetadata; contentType?: string; signal?: AbortSignal } = {},
+    options: {
+      metadata?: UserMetadata;
+      contentType?: string;
+      storageClass?: string;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<string> {
     req.checkKey(key, "createMultipart");
     checkMetadata(options.metadata, "createMultipart", key);
@@ -376,7 +387,7 @@ export class S3Store implements ObjectStore {
     const request = req.createMultipartUpload(this.#location, key, {
       ...options,
       checksumAlgorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
-      write: this.#options.write,
+      write: this.#writeFor(options.storageClass),
     });
     const response = await this.#exchange("createMultipart", key, request, {
       signal: options.signal,

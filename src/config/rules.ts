@@ -4,7 +4,12 @@
 // a config that already parsed, with its paths absolute.
 import { parseListen } from "./listen.ts";
 import { isAbsolute, relative } from "node:path";
-import type { Config } from "./schema.ts";
+import {
+  azureAccessTierProblem,
+  type Config,
+  GCS_STORAGE_CLASSES,
+  s3StorageClassProblem,
+} from "./schema.ts";
 import { formatSize } from "./units.ts";
 
 /** One broken rule: the key path it is reported at and what was expected there. */
@@ -249,9 +254,29 @@ export function checkRules(config: Config): RuleViolation[] {
         `each (stream, topic) listed once; stream ${t.stream} topic ${t.topic} is already topic[${first}]`,
       );
     }
+    if (t.storage_class !== "") {
+      const problem = topicStorageClassProblem(ts.backend, t.storage_class);
+      if (problem) need(["topic", i, "storage_class"], problem);
+    }
   });
 
   return out;
+}
+
+/** Why a `[[topic]] storage_class` cannot be used with `backend`, or undefined when it can. */
+function topicStorageClassProblem(backend: string, value: string): string | undefined {
+  switch (backend) {
+    case "s3":
+      return s3StorageClassProblem(value);
+    case "gcs":
+      return (GCS_STORAGE_CLASSES as readonly string[]).includes(value)
+        ? undefined
+        : `one of ${GCS_STORAGE_CLASSES.join(", ")} (GCS's classes)`;
+    case "azure":
+      return azureAccessTierProblem(value);
+    default:
+      return `no value: the ${backend} store has no storage classes`;
+  }
 }
 
 // ---- tierd's own directories, kept apart -----------------------------------------------------

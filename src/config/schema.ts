@@ -553,6 +553,12 @@ export interface TopicConfig {
    * unlimited
    */
   max_topic_size: number;
+  /**
+   * The storage class (S3, GCS) or access tier (Azure) of this topic's segment copies, in place
+   * of the backend's `storage_class` / `access_tier`, with the same rules: a cold topic in
+   * `GLACIER_IR` or `Cold`, a hot one in the default. `""` = the backend's. @default ""
+   */
+  storage_class: string;
 }
 
 /** The whole `tierd.toml`, after defaults. Durations in ms, sizes in bytes. */
@@ -826,7 +832,7 @@ export const S3_STORAGE_CLASSES = [
  * and any other name in S3's spelling (Ceph RGW's placement classes, MinIO's tiers); the probe
  * then finds out whether the store takes it.
  */
-function s3StorageClassProblem(s: string): string | undefined {
+export function s3StorageClassProblem(s: string): string | undefined {
   if (s === "" || (S3_STORAGE_CLASSES as readonly string[]).includes(s)) return undefined;
   if (s === "GLACIER" || s === "DEEP_ARCHIVE") {
     return `${s} objects cannot be read until restored (hours): evicted data would be ` +
@@ -835,6 +841,18 @@ function s3StorageClassProblem(s: string): string | undefined {
   if (/^[A-Z][A-Z0-9_]{0,63}$/.test(s)) return undefined;
   return `one of ${S3_STORAGE_CLASSES.join(", ")}, another class the store defines in ` +
     `S3's spelling (capitals, digits, "_"), or "" for the bucket's default`;
+}
+
+/** GCS's storage classes (all read at once). */
+export const GCS_STORAGE_CLASSES = ["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] as const;
+
+/** Why an Azure access tier cannot be used, or undefined when it can. */
+export function azureAccessTierProblem(s: string): string | undefined {
+  if (s === "Hot" || s === "Cool" || s === "Cold") return undefined;
+  return s === "Archive"
+    ? "Archive blobs cannot be read until rehydrated (hours): evicted data would be " +
+      "unreadable; use Cold, or a lifecycle rule on older blobs"
+    : 'one of "Hot", "Cool", "Cold", or "" for the account\'s default';
 }
 
 const ARN = z.string().refine((s) => s === "" || /^arn:[a-z-]+:[a-z0-9-]*:/.test(s), {
@@ -902,7 +920,7 @@ const gcsSchema = z.strictObject({
   credentials_file: z.string().prefault(""),
   metadata_endpoint: httpUrl("GCE_METADATA_HOST or metadata.google.internal").prefault(""),
   token: z.string().prefault(""),
-  storage_class: z.enum(["", "STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"]).prefault(""),
+  storage_class: z.enum(["", ...GCS_STORAGE_CLASSES]).prefault(""),
   kms_key_name: z.string().refine(
     (s) =>
       s === "" || /^projects\/[^/]+\/locations\/[^/]+\/keyRings\/[^/]+\/cryptoKeys\/[^/]+$/.test(s),
@@ -931,14 +949,8 @@ const azureSchema = z.strictObject({
   authority_host: httpUrl("AZURE_AUTHORITY_HOST or login.microsoftonline.com").prefault(""),
   imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
   access_tier: z.string().superRefine((s, ctx) => {
-    if (s === "" || s === "Hot" || s === "Cool" || s === "Cold") return;
-    ctx.addIssue({
-      code: "custom",
-      message: s === "Archive"
-        ? "Archive blobs cannot be read until rehydrated (hours): evicted data would be " +
-          "unreadable; use Cold, or a lifecycle rule on older blobs"
-        : 'one of "Hot", "Cool", "Cold", or "" for the account\'s default',
-    });
+    const problem = s === "" ? undefined : azureAccessTierProblem(s);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
   }).prefault(""),
   encryption_scope: z.string().prefault(""),
 });
@@ -1013,6 +1025,7 @@ const topicSchema = z.strictObject({
   local_retention_size: size().optional(),
   message_expiry: duration().prefault("unlimited"),
   max_topic_size: size().prefault("unlimited"),
+  storage_class: z.string().prefault(""),
 });
 
 const fileSchema = z.strictObject({

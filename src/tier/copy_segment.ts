@@ -42,6 +42,8 @@ export interface CopyOptions {
   onProgress?: (bytes: number) => void;
   /** Part buffers shared by every upload of the worker (bounds memory node-wide). */
   pool?: PartBufferPool;
+  /** The copy's storage class or tier (the topic's), in place of the store's configured one. */
+  storageClass?: string;
 }
 
 /** A sealed local segment, read and checksummed, with the keys it is copied to. */
@@ -110,7 +112,12 @@ async function putFile(
     if (expectChecksum !== undefined && xxh3_128(bytes) !== expectChecksum) {
       throw new SegmentChangedError(path, "contents changed since they were checksummed");
     }
-    const result = await store.put(key, bytes, { ifAbsent: true, metadata, signal: opts.signal });
+    const result = await store.put(key, bytes, {
+      ifAbsent: true,
+      metadata,
+      storageClass: opts.storageClass,
+      signal: opts.signal,
+    });
     opts.onProgress?.(bytes.length);
     return result;
   }
@@ -121,6 +128,7 @@ async function putFile(
     partSize: opts.partSize,
     concurrency: opts.concurrency,
     metadata,
+    storageClass: opts.storageClass,
     ifAbsent: true,
     signal: opts.signal,
     onUploadId: opts.onUploadId ? (id: string) => opts.onUploadId!(key, id) : undefined,
@@ -170,6 +178,7 @@ export async function copySegment(
   }
   const indexResult = await store.put(keys.index, indexBytes, {
     ifAbsent: true,
+    storageClass: opts.storageClass,
     metadata: { "xxh3-128": hex128(xxh3_128(indexBytes)) },
     signal: opts.signal,
   });

@@ -222,6 +222,7 @@ export class PartitionTier {
       format,
       reportedGaps: this.#reportedGaps,
       damage: this.#damage,
+      storageClass: topic.storage_class,
     };
     const copied = [await copyPhase(ctx, ledger, copyInput)];
     const cleanup = await cleanupPhase(ctx, ledger, { segments, format });

@@ -66,6 +66,7 @@ Deno.test("the shipped tierd.example.toml loads: fs backend, one untouched topic
     local_retention_size: Infinity,
     message_expiry: Infinity,
     max_topic_size: Infinity,
+    storage_class: "",
   }]);
   assert.equal(resolveEvictVia(config), "unlink");
 });

@@ -182,7 +182,16 @@ Deno.test("property: random valid configs survive render → parse unchanged", (
     local_retention_size: bytes,
     message_expiry: ms,
     max_topic_size: bytes,
+    /** Which of its backend's storage classes (CLASSES) the topic names. */
+    cls: fc.nat({ max: 5 }),
   });
+  const CLASSES: Record<string, string[]> = {
+    s3: ["", "STANDARD_IA", "GLACIER_IR", "COLD_PLACEMENT"],
+    gcs: ["", "NEARLINE", "ARCHIVE"],
+    azure: ["", "Cool", "Cold"],
+    fs: [""],
+    sim: [""],
+  };
   const arb = fc.record({
     topics: fc.uniqueArray(topic, { selector: (t) => `${t.stream}/${t.topic}`, maxLength: 6 }),
     fetch_timeout: fc.integer({ min: 1, max: 9_999 }),
@@ -194,6 +203,7 @@ Deno.test("property: random valid configs survive render → parse unchanged", (
     backend: fc.constantFrom("s3", "gcs", "azure", "fs", "sim"),
   });
   fc.assert(fc.property(arb, (r) => {
+    const classOf = (t: { cls: number }) => CLASSES[r.backend][t.cls % CLASSES[r.backend].length];
     const cacheSize = 2 * r.chunk_size * r.fetch_concurrency + r.cache_extra;
     const text = `${BASE}[tiered_storage]\nbackend = "${r.backend}"\n` +
       `fetch_timeout = "${r.fetch_timeout} ms"\nfetch_concurrency = ${r.fetch_concurrency}\n` +
@@ -204,10 +214,14 @@ Deno.test("property: random valid configs survive render → parse unchanged", (
         `local_retention_age = ${writeMs(t.local_retention_age)}\n` +
         `local_retention_size = ${writeBytes(t.local_retention_size)}\n` +
         `message_expiry = ${writeMs(t.message_expiry)}\n` +
-        `max_topic_size = ${writeBytes(t.max_topic_size)}\n`
+        `max_topic_size = ${writeBytes(t.max_topic_size)}\n` +
+        `storage_class = "${classOf(t)}"\n`
       ).join("");
     const config = parseConfig(text, SOURCE, {});
-    assert.deepEqual(config.topic, r.topics.map((t) => ({ ...t })));
+    assert.deepEqual(
+      config.topic,
+      r.topics.map(({ cls: _, ...t }) => ({ ...t, storage_class: classOf({ cls: _ }) })),
+    );
     assert.equal(config.tiered_storage.cache.size, cacheSize);
     assert.deepEqual(parseConfig(renderConfig(config), SOURCE, {}), config);
   }));

@@ -614,3 +614,18 @@ Deno.test("an Azure Archive tier is refused with the reason; a GCS KMS key must 
   assert.equal(ok.tiered_storage.gcs.storage_class, "COLDLINE");
   assert.equal(ok.tiered_storage.azure.access_tier, "Cold");
 });
+
+Deno.test("a topic's storage class follows its backend's rules", () => {
+  const topic = (backend: string, cls: string) =>
+    agent(
+      `[tiered_storage]\nbackend = "${backend}"\n[[topic]]\nstream = 1\ntopic = 1\n` +
+        `storage_class = "${cls}"\n`,
+    );
+  assertRefused(topic("s3", "GLACIER"), "topic[0].storage_class", '"GLACIER"', /until restored/);
+  assertRefused(topic("azure", "Archive"), "topic[0].storage_class", '"Archive"', /rehydrated/);
+  assertRefused(topic("gcs", "COLD"), "topic[0].storage_class", '"COLD"', /NEARLINE, COLDLINE/);
+  assertRefused(topic("fs", "COLD"), "topic[0].storage_class", '"COLD"', /no storage classes/);
+  for (const [backend, cls] of [["s3", "GLACIER_IR"], ["gcs", "COLDLINE"], ["azure", "Cool"]]) {
+    assert.equal(parseConfig(topic(backend, cls), SOURCE, {}).topic[0].storage_class, cls);
+  }
+});

@@ -51,6 +51,8 @@ export interface CopyInput {
   format: FormatName | undefined;
   /** Gaps already logged once (by the partition), so each is logged only once. */
   reportedGaps: Set<string>;
+  /** The topic's storage class or tier for its copies (`[[topic]] storage_class`). */
+  storageClass?: string;
   /**
    * Segments found damaged on earlier passes (by the partition): reported again without being
    * read while their files stay as they were. @default a fresh one (nothing remembered)
@@ -101,7 +103,7 @@ export async function copyPhase(
     }
     const mine = ahead?.seg === seg ? ahead.source : undefined;
     ahead = lookahead(ledger, input.segments[i + 1], format, damage);
-    const copied = await copyOne(ctx, ledger, seg, format, damage, out, mine);
+    const copied = await copyOne(ctx, ledger, seg, format, damage, out, mine, input.storageClass);
     if (!copied) return out;
     prevEnd = copied.endOffset;
   }
@@ -158,6 +160,7 @@ async function copyOne(
   damage: SegmentDamage,
   out: CopyOutcome,
   verified?: Promise<SegmentSource>,
+  storageClass?: string,
 ): Promise<ObjectFacts | undefined> {
   const known = damage.known(seg);
   if (known) {
@@ -207,6 +210,7 @@ async function copyOne(
           partSize: cfg.part_size,
           concurrency: cfg.upload_concurrency,
           pool: ctx.partPool,
+          storageClass: storageClass || undefined,
           signal,
           onUploadId: (key, uploadId) =>
             ledger.record({
