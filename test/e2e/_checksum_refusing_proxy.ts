@@ -1,12 +1,10 @@
-// A proxy in front of MinIO that refuses S3's checksum headers the way Backblaze B2 answers its
-// users: any request carrying `x-amz-checksum-*` (a body's checksum, CreateMultipartUpload's
-// algorithm and type, a HEAD's `x-amz-checksum-mode`) or `x-amz-sdk-checksum-algorithm` gets
-// `400 InvalidArgument: Unsupported header '…' received for this API call.`, before it reaches
-// MinIO. Everything else is forwarded unchanged (the Host header included, so signatures made
-// for the proxy's address verify at MinIO). It counts what it refused and which checksum headers
-// reached MinIO, so a test can tell that nothing refused is sent again.
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+// A store that refuses S3's checksum headers the way Backblaze B2 answers its users, made of the
+// scripted proxy in front of MinIO: any request carrying `x-amz-checksum-*` (a body's checksum,
+// CreateMultipartUpload's algorithm and type, a HEAD's `x-amz-checksum-mode`) or
+// `x-amz-sdk-checksum-algorithm` gets `400 InvalidArgument: Unsupported header '…' received for
+// this API call.`, before it reaches MinIO; everything else is forwarded unchanged. What it
+// refused, and the `Content-MD5` headers it let through, are counted.
+import { startScriptedS3Proxy } from "./_s3_script_proxy.ts";
 
 /** A running refusing proxy. */
 export interface RefusingProxy {
@@ -14,8 +12,8 @@ export interface RefusingProxy {
   endpoint: string;
   /** Requests refused so far, as `METHOD header`. */
   readonly refused: readonly string[];
-  /** Checksum-carrying headers forwarded to MinIO (`content-md5`), by name, with counts. */
-  readonly forwardedChecksums: ReadonlyMap<string, number>;
+  /** Requests forwarded to MinIO with a `Content-MD5`. */
+  readonly contentMd5s: number;
   close(): Promise<void>;
 }
 
@@ -26,61 +24,32 @@ function refusedHeader(name: string): boolean {
 
 /** Starts the proxy on a free loopback port in front of `target` (`http://127.0.0.1:PORT`). */
 export async function startRefusingProxy(target: string): Promise<RefusingProxy> {
-  const upstream = new URL(target);
+  const proxy = await startScriptedS3Proxy(target);
   const refused: string[] = [];
-  const forwardedChecksums = new Map<string, number>();
-  const sockets = new Set<Socket>();
-  const server = http.createServer((req, res) => {
-    const names = Object.keys(req.headers);
-    const bad = names.find(refusedHeader);
-    if (bad) {
-      refused.push(`${req.method} ${bad}`);
-      req.resume();
-      const body = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Error>\n' +
+  let contentMd5s = 0;
+  proxy.script((r) => {
+    const bad = r.headerNames.find(refusedHeader);
+    if (!bad) {
+      if (r.headerNames.includes("content-md5")) contentMd5s++;
+      return undefined;
+    }
+    refused.push(`${r.method} ${bad}`);
+    return {
+      kind: "answer",
+      status: 400,
+      headers: { "content-type": "application/xml" },
+      body: '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Error>\n' +
         "    <Code>InvalidArgument</Code>\n" +
         `    <Message>Unsupported header '${bad}' received for this API call.</Message>\n` +
-        "</Error>\n";
-      res.writeHead(400, {
-        "content-type": "application/xml",
-        "content-length": Buffer.byteLength(body),
-      });
-      res.end(req.method === "HEAD" ? undefined : body);
-      return;
-    }
-    for (const name of names) {
-      if (name === "content-md5") {
-        forwardedChecksums.set(name, (forwardedChecksums.get(name) ?? 0) + 1);
-      }
-    }
-    const forward = http.request({
-      host: upstream.hostname,
-      port: Number(upstream.port),
-      method: req.method,
-      path: req.url,
-      headers: req.headers,
-    }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-      answer.on("error", () => res.destroy());
-    });
-    forward.on("error", () => res.destroy());
-    res.on("close", () => forward.destroy());
-    req.pipe(forward);
+        "</Error>\n",
+    };
   });
-  server.on("connection", (s: Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: proxy.endpoint,
     refused,
-    forwardedChecksums,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    get contentMd5s() {
+      return contentMd5s;
+    },
+    close: () => proxy.close(),
   };
 }

@@ -9,12 +9,19 @@ import { UnlinkEvictor } from "../../src/tier/evictor.ts";
 import { copyPhase } from "../../src/tier/phases/copy.ts";
 import { evictPhase } from "../../src/tier/phases/evict.ts";
 import { advanceFloor } from "../../src/tier/phases/floor.ts";
-import { phaseRig } from "../tier/_phase_rig.ts";
+import { type PhaseRig, phaseRig } from "../tier/_phase_rig.ts";
+import type { SegmentFiles } from "../../src/partition/segments.ts";
 
 const MiB = 1024 * 1024;
 
-/** @returns how many segments were copied, proven and evicted */
-export async function copyProveEvict(store: ObjectStore): Promise<number> {
+/**
+ * @param o.beforeEvict runs once the copies are made, before the local files go
+ * @returns how many segments were copied, proven and evicted
+ */
+export async function copyProveEvict(
+  store: ObjectStore,
+  o: { beforeEvict?: (r: PhaseRig, sealed: SegmentFiles[]) => Promise<void> } = {},
+): Promise<number> {
   const r = await phaseRig({
     messages: 1_300,
     payloadSize: 10_000,
@@ -32,6 +39,7 @@ export async function copyProveEvict(store: ObjectStore): Promise<number> {
     });
     assert.deepEqual(copied.errors, []);
     await advanceFloor(r.ctx, r.ledger);
+    await o.beforeEvict?.(r, sealed);
     const evicted = await evictPhase(r.ctx, r.ledger, {
       dir: r.dir,
       segments: await r.local(),

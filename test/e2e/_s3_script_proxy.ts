@@ -15,6 +15,8 @@ export interface ProxiedRequest {
   /** The object key (path after the bucket), "" for bucket-level calls. */
   key: string;
   query: URLSearchParams;
+  /** Its header names, lowercase. */
+  headerNames: readonly string[];
 }
 
 /** What the script makes of a request. */
@@ -152,6 +154,7 @@ export async function startScriptedS3Proxy(target: string): Promise<ScriptedS3Pr
       op: opOf(req.method ?? "GET", url.searchParams),
       key: decodeURIComponent(url.pathname.split("/").slice(2).join("/")),
       query: url.searchParams,
+      headerNames: Object.keys(req.headers),
     };
     seen.push(r);
     // The request body is taken whole first (signed payloads are small in these tests).

@@ -75,7 +75,7 @@ Deno.test("checksum auto on MinIO, directly and behind a store that refuses the 
             `refused after the probe: ${proxy.refused.slice(refusedAtProbe)}`,
           );
           assert.ok(
-            (proxy.forwardedChecksums.get("content-md5") ?? 0) > evicted,
+            proxy.contentMd5s > evicted,
             "bodies went with Content-MD5",
           );
         } finally {

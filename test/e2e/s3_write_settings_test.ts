@@ -12,15 +12,10 @@ import type { WriteSettings } from "../../providers/s3/requests.ts";
 import { S3Store } from "../../providers/s3/store.ts";
 import type { FetchFn } from "../../providers/http.ts";
 import { xxh3_128 } from "../../src/hash.ts";
-import { copyPhase } from "../../src/tier/phases/copy.ts";
-import { evictPhase } from "../../src/tier/phases/evict.ts";
-import { advanceFloor } from "../../src/tier/phases/floor.ts";
-import { UnlinkEvictor } from "../../src/tier/evictor.ts";
 import { verifyContent } from "../../src/tier/verify_content.ts";
 import { type MinioServer, startMinio } from "../fixtures/minio.ts";
-import { phaseRig } from "../tier/_phase_rig.ts";
+import { copyProveEvict } from "./_copy_prove_evict.ts";
 
-const MiB = 1024 * 1024;
 const PREFIX = "iggy";
 const KMS_KEY = "tierd-key";
 
@@ -90,95 +85,74 @@ Deno.test("S3 SSE-KMS and storage class on MinIO's KMS: on every write, copies p
         const exchanges: Exchange[] = [];
         const store = s3(minio, kms, exchanges);
         assert.deepEqual(await probeStore(store, PREFIX, { writes: true }), { ok: true });
-        const r = await phaseRig({
-          messages: 1_300,
-          payloadSize: 10_000,
-          segmentSize: 6 * MiB,
-          wrap: () => store,
-          config: (c) => void (c.tiered_storage.part_size = 5 * MiB),
-        });
-        try {
-          const sealed = (await r.local()).filter((s) => s.sealed);
-          const copied = await copyPhase(r.ctx, r.ledger, {
-            segments: await r.local(),
-            format: r.format,
-            reportedGaps: new Set(),
-          });
-          assert.deepEqual(copied.errors, []);
-          await advanceFloor(r.ctx, r.ledger);
-
-          // On the wire: every object write asked for the key and the class; MinIO says it did
-          // (on a PutObject's answer).
-          const writes = exchanges.filter((e) =>
-            e.method === "PUT" && !new URL(e.url).searchParams.has("partNumber") ||
-            e.method === "POST" && new URL(e.url).searchParams.has("uploads")
-          );
-          assert.ok(writes.length >= sealed.length, `${writes.length} writes`);
-          assert.ok(
-            writes.some((e) => new URL(e.url).searchParams.has("uploads")),
-            "multipart uploads among them",
-          );
-          for (const e of writes) {
-            const what = `${e.method} ${new URL(e.url).pathname}`;
-            assert.equal(e.sent.get("x-amz-server-side-encryption"), "aws:kms", what);
-            assert.equal(e.sent.get("x-amz-server-side-encryption-aws-kms-key-id"), KMS_KEY, what);
-            assert.equal(
-              e.sent.get("x-amz-server-side-encryption-bucket-key-enabled"),
-              "true",
-              what,
+        const plain = s3(minio, undefined);
+        const keys: string[] = [];
+        const evicted = await copyProveEvict(store, {
+          beforeEvict: async (r, sealed) => {
+            // On the wire: every object write asked for the key and the class; MinIO says it did
+            // (on a PutObject's answer).
+            const writes = exchanges.filter((e) =>
+              e.method === "PUT" && !new URL(e.url).searchParams.has("partNumber") ||
+              e.method === "POST" && new URL(e.url).searchParams.has("uploads")
             );
-            assert.deepEqual(
-              JSON.parse(atob(e.sent.get("x-amz-server-side-encryption-context")!)),
-              { app: "tierd" },
-              what,
+            assert.ok(writes.length >= sealed.length, `${writes.length} writes`);
+            assert.ok(
+              writes.some((e) => new URL(e.url).searchParams.has("uploads")),
+              "multipart uploads among them",
             );
-            assert.equal(e.sent.get("x-amz-storage-class"), "REDUCED_REDUNDANCY", what);
-            if (e.method === "PUT" && e.status === 200) {
-              assert.equal(e.answered.get("x-amz-server-side-encryption"), "aws:kms", what);
+            for (const e of writes) {
+              const what = `${e.method} ${new URL(e.url).pathname}`;
+              assert.equal(e.sent.get("x-amz-server-side-encryption"), "aws:kms", what);
+              assert.equal(
+                e.sent.get("x-amz-server-side-encryption-aws-kms-key-id"),
+                KMS_KEY,
+                what,
+              );
+              assert.equal(
+                e.sent.get("x-amz-server-side-encryption-bucket-key-enabled"),
+                "true",
+                what,
+              );
+              assert.deepEqual(
+                JSON.parse(atob(e.sent.get("x-amz-server-side-encryption-context")!)),
+                { app: "tierd" },
+                what,
+              );
+              assert.equal(e.sent.get("x-amz-storage-class"), "REDUCED_REDUNDANCY", what);
+              if (e.method === "PUT" && e.status === 200) {
+                assert.equal(e.answered.get("x-amz-server-side-encryption"), "aws:kms", what);
+              }
             }
-          }
-          const parts = exchanges.filter((e) => new URL(e.url).searchParams.has("partNumber"));
-          assert.ok(parts.length > 0);
-          for (const e of parts) {
-            assert.equal(
-              e.sent.get("x-amz-server-side-encryption"),
-              null,
-              "parts inherit the upload's",
-            );
-          }
+            const parts = exchanges.filter((e) => new URL(e.url).searchParams.has("partNumber"));
+            assert.ok(parts.length > 0);
+            for (const e of parts) {
+              assert.equal(
+                e.sent.get("x-amz-server-side-encryption"),
+                null,
+                "parts inherit the upload's",
+              );
+            }
 
-          // A store configured without SSE (the setting changed) reads and proves the copies.
-          const plain = s3(minio, undefined);
-          for (const seg of sealed) {
-            const key = r.ledger.keys(seg.start).log;
-            const local = new Uint8Array(await readFile(seg.logPath));
-            assert.deepEqual((await plain.get(key)).bytes, local, key);
-            const head = await plain.head(key, { checksums: true });
-            const proof = await verifyContent(plain, head, {
-              path: seg.logPath,
-              size: local.length,
-              checksum: xxh3_128(local),
-            });
-            assert.ok(["stored", "read-back"].includes(proof.method), key);
-          }
-
-          const evicted = await evictPhase(r.ctx, r.ledger, {
-            dir: r.dir,
-            segments: await r.local(),
-            format: r.format,
-            topic: { ...r.topic, local_retention_size: 0 },
-            evictor: new UnlinkEvictor(),
-          });
-          assert.deepEqual(evicted.errors, []);
-          assert.equal(evicted.evicted, sealed.length);
-
-          // And deletes them.
-          const keys = sealed.map((seg) => r.ledger.keys(seg.start).log);
-          assert.deepEqual(await plain.deleteMany(keys), []);
-          for (const key of keys) await assert.rejects(plain.head(key), /NotFound|404|no object/i);
-        } finally {
-          await r.cleanup();
-        }
+            // A store configured without SSE (the setting changed) reads and proves the copies.
+            for (const seg of sealed) {
+              const key = r.ledger.keys(seg.start).log;
+              keys.push(key);
+              const local = new Uint8Array(await readFile(seg.logPath));
+              assert.deepEqual((await plain.get(key)).bytes, local, key);
+              const head = await plain.head(key, { checksums: true });
+              const proof = await verifyContent(plain, head, {
+                path: seg.logPath,
+                size: local.length,
+                checksum: xxh3_128(local),
+              });
+              assert.ok(["stored", "read-back"].includes(proof.method), key);
+            }
+          },
+        });
+        assert.equal(keys.length, evicted);
+        // And a store without the settings deletes them.
+        assert.deepEqual(await plain.deleteMany(keys), []);
+        for (const key of keys) await assert.rejects(plain.head(key), /NotFound|404|no object/i);
       },
     );
   } finally {
