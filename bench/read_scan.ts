@@ -22,7 +22,7 @@ import { createReadContext } from "../src/read/context.ts";
 import { readRecords } from "../src/read/read_records.ts";
 import { recordResult } from "./_results.ts";
 import { median, MiB, progress, round } from "./_stats.ts";
-import { waitForQuiet } from "./_proc.ts";
+import { readCpu, waitForQuiet } from "./_proc.ts";
 import {
   LOCAL_RETENTION,
   metrics,
@@ -65,6 +65,8 @@ interface Scan {
   requests: number;
   seconds: number;
   mbps: number;
+  /** tierd scans only: the agent's CPU seconds (user + system) over the scan. */
+  cpuSeconds?: number;
   /** tierd scans only: what the agent did, from its metrics. */
   storeGets?: number;
   cacheHits?: number;
@@ -89,6 +91,7 @@ async function scanOnce(
   try {
     await waitSettled(server);
     const before = await metrics(server);
+    const cpu0 = await readCpu(server.pid);
     let offset = 0n;
     let bytes = 0;
     let requests = 0;
@@ -111,6 +114,7 @@ async function scanOnce(
       offset = BigInt(res.headers.get("x-tierd-next-offset")!);
     }
     const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = await readCpu(server.pid);
     await waitSettled(server);
     const after = await metrics(server);
     const d = (name: string, filter = "") =>
@@ -125,6 +129,9 @@ async function scanOnce(
       requests,
       seconds: round(seconds, 3),
       mbps: round(bytes / 1e6 / seconds, 1),
+      cpuSeconds: cpu0 && cpu1
+        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        : undefined,
       storeGets: d("tierd_store_requests_total", 'op="get"'),
       cacheHits: d("tierd_cache_hits_total"),
       cacheMisses: d("tierd_cache_misses_total"),
@@ -476,6 +483,26 @@ export async function runReadScanBench(options: ReadScanBenchOptions = {}): Prom
       notes: directNote(0),
       ...describe(0),
     });
+    // tierd's CPU per GiB served cold: the figure that does not depend on the machine's speed.
+    const plainScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].plain);
+    const perGiB = plainScans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
+    const cpuPerGiB = round(median(perGiB), 2);
+    recordResult("cold_scan_cpu_seconds_per_gib", cpuPerGiB, "≤ 1.5", {
+      method: scanMethod + `The agent's CPU seconds (user + system, /proc/<pid>/stat) over ` +
+        `each plain-client scan (readahead on), with and without the ${DELAY_MS} ms added ` +
+        `latency, ÷ the GiB (2^30 bytes) of records answered; the value is the median over ` +
+        `those ${plainScans.length} scans.`,
+      settings: { ...settings, added_latency_ms: [DELAY_MS, 0] },
+      notes: `tierd CPU per GiB served cold, per scan: ${
+        perGiB.map((v) => round(v, 2)).join(", ")
+      } (CPU seconds ${plainScans.map((s) => s.cpuSeconds).join(", ")} for ` +
+        `${plainScans.map((s) => round(s.bytes / MiB, 0)).join(", ")} MiB)`,
+      scans: plainScans,
+    });
+    progress(
+      "read_scan",
+      `tierd CPU per GiB served cold: ${cpuPerGiB} s (median of ${perGiB.length} scans)`,
+    );
     progress(
       "read_scan",
       `readahead ratio ${readahead(DELAY_MS).toFixed(2)} (+${DELAY_MS} ms), ` +
