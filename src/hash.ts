@@ -49,13 +49,28 @@ export async function createXxh128Stream(): Promise<{
   update(bytes: Uint8Array): void;
   digest(): bigint;
 }> {
-  const h = await createXXHash128();
+  // A digested stream's WebAssembly instance is reused: instantiating one per segment cost more
+  // CPU than hashing it (see providers/checksum.ts).
+  const h = idle128.pop() ?? await createXXHash128();
   h.init();
+  let done = false;
   return {
-    update: (bytes) => void h.update(bytes),
-    digest: () => BigInt("0x" + h.digest("hex")),
+    update: (bytes) => {
+      if (done) throw new Error("xxh3-128 stream updated after its digest");
+      h.update(bytes);
+    },
+    digest: () => {
+      if (done) throw new Error("xxh3-128 stream digested twice");
+      done = true;
+      const value = BigInt("0x" + h.digest("hex"));
+      if (idle128.length < 16) idle128.push(h);
+      return value;
+    },
   };
 }
+
+/** XXH3-128 stream hashers whose digest was taken, for the next stream. */
+const idle128: IHasher[] = [];
 
 /** Formats a 128-bit checksum as 32 lowercase hex digits (object metadata form). */
 export function hex128(value: bigint): string {
