@@ -69,6 +69,8 @@ interface Scan {
   cpuSeconds?: number;
   /** tierd scans only: what the agent did, from its metrics. */
   storeGets?: number;
+  /** Full collections the agent's memory guard asked for during the scan. */
+  collections?: number;
   cacheHits?: number;
   cacheMisses?: number;
   fetches?: Record<string, number>;
@@ -133,6 +135,7 @@ async function scanOnce(
         ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
         : undefined,
       storeGets: d("tierd_store_requests_total", 'op="get"'),
+      collections: d("tierd_memory_collections_total"),
       cacheHits: d("tierd_cache_hits_total"),
       cacheMisses: d("tierd_cache_misses_total"),
       fetches: {
@@ -372,7 +375,9 @@ export async function runReadScanBench(options: ReadScanBenchOptions = {}): Prom
               `+${delayMs} ms, ${KIND_LABEL[kind]}: ${scan.mbps} MB/s (${scan.requests} ` +
                 `requests${
                   scan.storeGets === undefined ? "" : `, ${scan.storeGets} store GETs`
-                }, ${scan.seconds} s)`,
+                }, ${scan.seconds} s${
+                  scan.collections === undefined ? "" : `, ${scan.collections} collections`
+                }${scan.cpuSeconds === undefined ? "" : `, ${scan.cpuSeconds} CPU s`})`,
             );
           }
         }
@@ -495,7 +500,9 @@ export async function runReadScanBench(options: ReadScanBenchOptions = {}): Prom
       settings: { ...settings, added_latency_ms: [DELAY_MS, 0] },
       notes: `tierd CPU per GiB served cold, per scan: ${
         perGiB.map((v) => round(v, 2)).join(", ")
-      } (CPU seconds ${plainScans.map((s) => s.cpuSeconds).join(", ")} for ` +
+      } (CPU seconds ${
+        plainScans.map((s) => s.cpuSeconds).join(", ")
+      } for ` +
         `${plainScans.map((s) => round(s.bytes / MiB, 0)).join(", ")} MiB)`,
       scans: plainScans,
     });
