@@ -97,9 +97,9 @@ export interface S3StoreOptions {
   /**
    * The checksum sent with every upload, which S3 verifies on ingest and keeps: an algorithm
    * (`x-amz-checksum-{alg}`; multipart uploads declare a full-object CRC), `md5` (`Content-MD5`),
-   * `none`, a way settled elsewhere, or `auto`: settled by {@link S3Store.probe} (or before the
-   * first request that needs it) by trying each on a probe key under `probePrefix`
-   * (checksum_way.ts). @default "crc64nvme"
+   * `none`, a way settled elsewhere, or `auto`: settled by {@link S3Store.settleChecksum} (the
+   * probe calls it) or before the first request that needs it, by trying each on a probe key in
+   * `probeDir` (checksum_way.ts). @default "crc64nvme"
    */
   checksum?: S3ChecksumMode | S3ChecksumWay;
   /**
