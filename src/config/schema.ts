@@ -298,7 +298,8 @@ export interface S3Config {
    * implementation checks), `none`, or `auto`: the boot probe tries each on a small object under
    * the prefix and keeps the first the store takes (`tierd probe` says which, and how copies will
    * be proven). Copies are proven before eviction by the store's stored checksum where it keeps
-   * one, else by reading them back. @default "auto"
+   * one, else by reading them back. Which store needs what: docs/operations.md, "Buckets as
+   * companies configure them". @default "auto"
    */
   checksum: "auto" | "crc64nvme" | "crc32c" | "sha256" | "md5" | "none";
   /**

@@ -14,6 +14,11 @@ import { concatBytes } from "../../providers/bytes.ts";
 import { findAzurite, startAzurite } from "../fixtures/azurite.ts";
 import { findFakeGcs, startFakeGcs } from "../fixtures/fake_gcs.ts";
 import { randomBytes } from "./_bytes.ts";
+import { join } from "node:path";
+import { initHashes, xxh3_128 } from "../../src/hash.ts";
+import { verifyContent } from "../../src/tier/verify_content.ts";
+
+await initHashes();
 
 /** A request as it went out: method, URL, headers and body as text. */
 interface Sent {
@@ -36,7 +41,10 @@ function recording(sent: Sent[]): FetchFn {
   };
 }
 
-/** A PUT and a three-part multipart upload through `store`; both read back and deleted by `plain`. */
+/**
+ * A PUT and a three-part multipart upload through `store`; both read back, proven against the
+ * local bytes as eviction proves a copy, and deleted by `plain`.
+ */
 async function roundTrip(store: ObjectStore, plain: ObjectStore): Promise<string[]> {
   const small = randomBytes(3000);
   assert.equal((await store.put("ws/small.log", small, { ifAbsent: true })).status, "Created");
@@ -45,8 +53,24 @@ async function roundTrip(store: ObjectStore, plain: ObjectStore): Promise<string
   const done = [];
   for (const [i, p] of parts.entries()) done.push(await store.putPart("ws/big.log", id, i + 1, p));
   await store.completeMultipart("ws/big.log", id, done, { ifAbsent: true });
-  assert.deepEqual((await plain.get("ws/small.log")).bytes, small);
-  assert.deepEqual((await plain.get("ws/big.log")).bytes, concatBytes(parts));
+  const dir = await Deno.makeTempDir({ prefix: "tierd-ws-" });
+  try {
+    for (
+      const [key, bytes] of [["ws/small.log", small], ["ws/big.log", concatBytes(parts)]] as const
+    ) {
+      assert.deepEqual((await plain.get(key)).bytes, bytes, key);
+      const path = join(dir, key.replace("/", "-"));
+      await Deno.writeFile(path, bytes);
+      const proof = await verifyContent(plain, await plain.head(key, { checksums: true }), {
+        path,
+        size: bytes.length,
+        checksum: xxh3_128(bytes),
+      });
+      assert.ok(["stored", "read-back"].includes(proof.method), `${key}: ${proof.method}`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
   assert.equal((await plain.head("ws/big.log")).size, 10 * 1024 * 1024 + 777);
   assert.deepEqual(await plain.deleteMany(["ws/small.log", "ws/big.log"]), []);
   await assert.rejects(plain.head("ws/small.log"));
