@@ -63,14 +63,6 @@ async function checkWrites(
   const partsKey = `${key}-multipart`;
   const bytes = crypto.getRandomValues(new Uint8Array(1024));
   const warnings: string[] = [];
-  const step = async <T>(name: string, fix: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (err) {
-      if (signal?.aborted) throw err;
-      throw new WriteStepError(name, fix, { cause: err });
-    }
-  };
   const writable = s3
     ? "the credentials' write permission (s3:PutObject), tiered_storage.s3.checksum, " +
       "storage_class and sse"
@@ -174,7 +166,7 @@ export async function probeStore(
     const warnings = await checkWrites(store, dir, signal);
     return warnings.length > 0 ? { ok: true, warnings } : { ok: true };
   } catch (err) {
-    if (signal?.aborted) throw err;
+    if (signal?.aborted) throw err instanceof WriteStepError ? err.cause : err;
     const step = err instanceof WriteStepError ? err : undefined;
     return {
       ok: false,
@@ -189,7 +181,10 @@ export async function probeStore(
 const CHECKSUM_FIX = "the credentials' write permission (s3:PutObject), tiered_storage.s3." +
   "storage_class, sse and sse_kms_key_id";
 
-/** Runs one named step of the write check. */
+/**
+ * Runs one named step of the write check: what it throws becomes the step's failure (an abort
+ * too, which `probeStore` rethrows as itself).
+ */
 async function step<T>(name: string, fix: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();

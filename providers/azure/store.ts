@@ -189,6 +189,11 @@ export class AzureStore implements ObjectStore {
     return { kind: this.kind, endpoint: this.endpoint, container: this.container, auth: this.auth };
   }
 
+  /** The configured write settings, with `tier` in place of the configured access tier. */
+  #tiered(tier: string | undefined): req.AzureWriteSettings | undefined {
+    return tier ? { ...this.#write, accessTier: tier } : this.#write;
+  }
+
   /**
    * Put Blob. `ifAbsent` sends `If-None-Match: *`; `ifMatch`, the ETag as Azure sent it, goes as
    * `If-Match`, and a 412 ConditionNotMet or 404 BlobNotFound is `PreconditionFailed`.
@@ -205,9 +210,7 @@ export class AzureStore implements ObjectStore {
       req.putBlob(this.#location, key, body, {
         ...options,
         md5,
-        write: options.storageClass
-          ? { ...this.#write, accessTier: options.storageClass }
-          : this.#write,
+        write: this.#tiered(options.storageClass),
       }),
       {
         signal: options.signal,
@@ -418,7 +421,7 @@ export class AzureStore implements ObjectStore {
           metadata: upload.metadata,
           contentType: upload.contentType,
           md5: checksum,
-          write: storageClass ? { ...this.#write, accessTier: storageClass } : this.#write,
+          write: this.#tiered(storageClass),
         });
         const response = await this.#exchange(op, key, request, {
           signal,

@@ -37,7 +37,9 @@ export interface ChecksumReport {
 }
 
 /** The algorithms S3 takes in `x-amz-checksum-*`; the rest (md5) goes as `Content-MD5`. */
-export function isAmzChecksum(a: ChecksumAlgorithm | "none"): boolean {
+export function isAmzChecksum(
+  a: ChecksumAlgorithm | "none",
+): a is "crc64nvme" | "crc32c" | "sha256" {
   return a === "crc64nvme" || a === "crc32c" || a === "sha256";
 }
 

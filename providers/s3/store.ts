@@ -21,7 +21,6 @@ import { StaticSupplier } from "../credentials/chain.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
-  type ChecksumAlgorithm,
   type CompletedPart,
   type CompleteOptions,
   type DeleteFailure,
@@ -58,7 +57,6 @@ import {
   signRequest,
   unsignedRequest,
 } from "./sigv4.ts";
-import { createMD5, type IHasher } from "hash-wasm";
 import { checksumOf } from "../checksum.ts";
 import {
   type ChecksumReport,
@@ -116,16 +114,6 @@ export interface S3StoreOptions {
 const CONFLICT_RETRIES = 3;
 /** A bodiless 403 (HEAD) is taken as clock skew when the server's Date is further off than this. */
 const SKEW_SUSPECT_MS = 5 * 60_000;
-
-let md5: IHasher | undefined;
-
-async function contentMd5(bytes: Uint8Array): Promise<string> {
-  md5 ??= await createMD5();
-  md5.init();
-  md5.update(bytes);
-  const digest = md5.digest("binary");
-  return btoa(String.fromCharCode(...digest));
-}
 
 /**
  * An {@link ObjectStore} over the S3 REST API, signed with SigV4, over plain `fetch`.
@@ -345,7 +333,11 @@ export class S3Store implements ObjectStore {
     for (let i = 0; i < batchable.length; i += req.DELETE_BATCH_MAX) {
       const batch = batchable.slice(i, i + req.DELETE_BATCH_MAX);
       const body = req.deleteObjectsBody(batch);
-      const request = req.deleteObjects(this.#location, body, await contentMd5(body));
+      const request = req.deleteObjects(
+        this.#location,
+        body,
+        (await checksumOf("md5", body)).value,
+      );
       const response = await this.#exchange("deleteMany", undefined, request, {
         signal: options.signal,
       });
@@ -386,7 +378,7 @@ export class S3Store implements ObjectStore {
     const { multipart } = await this.#way(options.signal);
     const request = req.createMultipartUpload(this.#location, key, {
       ...options,
-      checksumAlgorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
+      checksumAlgorithm: isAmzChecksum(multipart) ? multipart : undefined,
       write: this.#writeFor(options.storageClass),
     });
     const response = await this.#exchange("createMultipart", key, request, {
@@ -447,7 +439,7 @@ export class S3Store implements ObjectStore {
     const { multipart } = await this.#way(options.signal);
     const request = req.completeMultipartUpload(this.#location, key, uploadId, parts, {
       ifAbsent: ifAbsent && this.#conditionalComplete === "header",
-      algorithm: isAmzChecksum(multipart) ? multipart as ChecksumAlgorithm : undefined,
+      algorithm: isAmzChecksum(multipart) ? multipart : undefined,
     });
     const response = await this.#exchange(op, key, request, {
       signal: options.signal,
