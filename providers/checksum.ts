@@ -7,6 +7,7 @@
 import { Buffer } from "node:buffer";
 import { createCRC32, createCRC64, createMD5, createSHA256, type IHasher } from "hash-wasm";
 import type { Checksum, ChecksumAlgorithm, StoredChecksum } from "./types.ts";
+import { HasherPool } from "./hasher_pool.ts";
 
 /** The reflected CRC-64/NVME polynomial, as hash-wasm takes it. */
 const CRC64NVME_POLY = "9a6c9329ac4bc9b5";
@@ -56,14 +57,8 @@ function wasmHasher(algorithm: ChecksumAlgorithm): Promise<IHasher> {
   }
 }
 
-/**
- * Hashers whose digest was taken, by algorithm, for the next {@link createChecksum}: each new
- * one is a WebAssembly instance, and instantiating one cost the uploading agent 1.6 s of CPU in
- * twenty segments (Bun's profile) — more than its whole CRC.
- */
-const idle = new Map<ChecksumAlgorithm, IHasher[]>();
-/** Idle hashers kept per algorithm at most. */
-const IDLE_MAX = 16;
+/** A pool of streaming hashers per algorithm (providers/hasher_pool.ts). */
+const pools = new Map<ChecksumAlgorithm, HasherPool>();
 
 /**
  * A fresh streaming hasher for `algorithm` (a reused instance, reset, when one is idle).
@@ -73,25 +68,13 @@ const IDLE_MAX = 16;
  * h.digest(); // { algorithm: "crc64nvme", value: "COIxExZ9Lt8=" }
  */
 export async function createChecksum(algorithm: ChecksumAlgorithm): Promise<ChecksumHasher> {
-  const h = idle.get(algorithm)?.pop() ?? await wasmHasher(algorithm);
-  h.init();
-  let done = false;
-  return {
+  let pool = pools.get(algorithm);
+  if (!pool) pools.set(algorithm, pool = new HasherPool(algorithm, () => wasmHasher(algorithm)));
+  const stream = await pool.stream((h) => ({
     algorithm,
-    update: (bytes) => {
-      if (done) throw new Error(`${algorithm} checksum updated after its digest`);
-      h.update(bytes);
-    },
-    digest: () => {
-      if (done) throw new Error(`${algorithm} checksum digested twice`);
-      done = true;
-      const value = Buffer.from(h.digest("binary")).toString("base64");
-      const pool = idle.get(algorithm) ?? [];
-      if (pool.length < IDLE_MAX) pool.push(h);
-      idle.set(algorithm, pool);
-      return { algorithm, value };
-    },
-  };
+    value: Buffer.from(h.digest("binary")).toString("base64"),
+  }));
+  return { algorithm, ...stream };
 }
 
 /** One instance per algorithm for whole buffers: used synchronously, so calls never interleave. */

@@ -2,6 +2,7 @@
 // journal and marker checksums (XXH3-64) and whole-object checksums (XXH3-128).
 import { createXXHash128, createXXHash3, type IHasher } from "hash-wasm";
 import { concatBytes } from "../providers/bytes.ts";
+import { HasherPool } from "../providers/hasher_pool.ts";
 
 let h64: IHasher | undefined;
 let h128: IHasher | undefined;
@@ -45,32 +46,15 @@ export function xxh3_128(bytes: Uint8Array): bigint {
 }
 
 /** A fresh streaming XXH3-128 hasher, for files too large to hold in memory. */
-export async function createXxh128Stream(): Promise<{
+export function createXxh128Stream(): Promise<{
   update(bytes: Uint8Array): void;
   digest(): bigint;
 }> {
-  // A digested stream's WebAssembly instance is reused: instantiating one per segment cost more
-  // CPU than hashing it (see providers/checksum.ts).
-  const h = idle128.pop() ?? await createXXHash128();
-  h.init();
-  let done = false;
-  return {
-    update: (bytes) => {
-      if (done) throw new Error("xxh3-128 stream updated after its digest");
-      h.update(bytes);
-    },
-    digest: () => {
-      if (done) throw new Error("xxh3-128 stream digested twice");
-      done = true;
-      const value = BigInt("0x" + h.digest("hex"));
-      if (idle128.length < 16) idle128.push(h);
-      return value;
-    },
-  };
+  return xxh128Streams.stream((h) => BigInt("0x" + h.digest("hex")));
 }
 
-/** XXH3-128 stream hashers whose digest was taken, for the next stream. */
-const idle128: IHasher[] = [];
+/** Streaming XXH3-128 hashers, reused once digested (providers/hasher_pool.ts). */
+const xxh128Streams = new HasherPool("xxh3-128", createXXHash128);
 
 /** Formats a 128-bit checksum as 32 lowercase hex digits (object metadata form). */
 export function hex128(value: bigint): string {
