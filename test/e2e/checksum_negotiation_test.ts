@@ -7,7 +7,7 @@
 // loudly (failed in CI).
 import assert from "node:assert/strict";
 import { probeStore } from "../../providers/probe.ts";
-import { S3Store } from "../../providers/s3/store.ts";
+import { minioStore } from "../fixtures/_agent.ts";
 import { startMinio } from "../fixtures/minio.ts";
 import { startRefusingProxy } from "./_checksum_refusing_proxy.ts";
 import { copyProveEvict } from "./_copy_prove_evict.ts";
@@ -17,15 +17,7 @@ const PREFIX = "iggy";
 Deno.test("checksum auto on MinIO, directly and behind a store that refuses the headers as B2 does", async (t) => {
   const minio = await startMinio();
   if (!minio) return; // skipped loudly by the fixture (a failure in CI)
-  const s3 = (endpoint: string) =>
-    new S3Store({
-      endpoint,
-      region: minio.region,
-      bucket: minio.bucket,
-      credentials: { accessKeyId: minio.accessKey, secretAccessKey: minio.secretKey },
-      urlStyle: "path",
-      checksum: "auto",
-    });
+  const s3 = (endpoint: string) => minioStore(minio, { endpoint, checksum: "auto" });
   const probeObjects = async () =>
     (await s3(minio.endpoint).list(`${PREFIX}/.tierd-probe/`)).objects.map((o) => o.key);
 

@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { probeStore } from "../../providers/probe.ts";
 import type { WriteSettings } from "../../providers/s3/requests.ts";
-import { S3Store } from "../../providers/s3/store.ts";
 import type { FetchFn } from "../../providers/http.ts";
 import { xxh3_128 } from "../../src/hash.ts";
 import { verifyContent } from "../../src/tier/verify_content.ts";
+import { minioStore } from "../fixtures/_agent.ts";
 import { type MinioServer, startMinio } from "../fixtures/minio.ts";
 import { copyProveEvict } from "./_copy_prove_evict.ts";
 
@@ -40,16 +40,7 @@ function s3(minio: MinioServer, write: WriteSettings | undefined, exchanges?: Ex
     });
     return res;
   };
-  return new S3Store({
-    endpoint: minio.endpoint,
-    region: minio.region,
-    bucket: minio.bucket,
-    credentials: { accessKeyId: minio.accessKey, secretAccessKey: minio.secretKey },
-    urlStyle: "path",
-    checksum: "auto",
-    write,
-    fetch: recording,
-  });
+  return minioStore(minio, { checksum: "auto", write, fetch: recording });
 }
 
 Deno.test("S3 SSE-KMS and storage class on MinIO's KMS: on every write, copies proven and evicted, still read and deleted after the setting changes", async (t) => {

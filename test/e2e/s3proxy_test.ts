@@ -4,7 +4,7 @@
 // s3proxy (failed in CI).
 import assert from "node:assert/strict";
 import { probeStore } from "../../providers/probe.ts";
-import { S3Store } from "../../providers/s3/store.ts";
+import { minioStore } from "../fixtures/_agent.ts";
 import { startS3proxy } from "../fixtures/s3proxy.ts";
 import { copyProveEvict } from "./_copy_prove_evict.ts";
 
@@ -14,14 +14,7 @@ Deno.test("s3proxy: checksum auto settles, the probe's writes pass, every segmen
   const server = await startS3proxy();
   if (!server) return; // skipped loudly by the fixture (a failure in CI)
   try {
-    const store = new S3Store({
-      endpoint: server.endpoint,
-      region: server.region,
-      bucket: server.bucket,
-      credentials: { accessKeyId: server.accessKey, secretAccessKey: server.secretKey },
-      urlStyle: "path",
-      checksum: "auto",
-    });
+    const store = minioStore(server, { checksum: "auto" });
     assert.deepEqual(await probeStore(store, PREFIX, { writes: true }), { ok: true });
     const report = store.checksumReport!;
     // s3proxy 4.1.0 takes CRC-64/NVME, keeps it and answers it back, multipart uploads included.

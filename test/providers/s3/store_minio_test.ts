@@ -4,29 +4,19 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { probeStore } from "../../../providers/probe.ts";
-import { S3Store, type S3StoreOptions } from "../../../providers/s3/store.ts";
+import type { S3StoreOptions } from "../../../providers/s3/store.ts";
 import { uploadFile } from "../../../providers/upload.ts";
 import { SimStore } from "../../../providers/sim/store.ts";
 import { StoreError } from "../../../providers/types.ts";
-import { findMinio, type MinioServer, startMinio } from "../../fixtures/minio.ts";
+import { findMinio, startMinio } from "../../fixtures/minio.ts";
 import { freePort } from "../../fixtures/_server.ts";
+import { minioStore } from "../../fixtures/_agent.ts";
 import { tempDir } from "../../_util.ts";
 import { assertNoLeak } from "../_faults.ts";
 import { randomBytes } from "../_bytes.ts";
 import { aheadClock } from "../../_fake_clock.ts";
 
 const MiB = 1024 * 1024;
-
-function storeFor(minio: MinioServer, options: Partial<S3StoreOptions> = {}): S3Store {
-  return new S3Store({
-    endpoint: minio.endpoint,
-    region: minio.region,
-    bucket: minio.bucket,
-    credentials: { accessKeyId: minio.accessKey, secretAccessKey: minio.secretKey },
-    urlStyle: "path",
-    ...options,
-  });
-}
 
 Deno.test("probe: generic stores say what kind of thing is wrong", async () => {
   const sim = new SimStore();
@@ -49,9 +39,9 @@ if ("reason" in found) {
       await t.step(
         "probe: ok, then one line naming the endpoint, credentials, bucket or region",
         async () => {
-          assert.deepEqual(await probeStore(storeFor(minio), "iggy/"), { ok: true });
+          assert.deepEqual(await probeStore(minioStore(minio), "iggy/"), { ok: true });
           const reason = async (options: Partial<S3StoreOptions>) => {
-            const result = await probeStore(storeFor(minio, options), "iggy/");
+            const result = await probeStore(minioStore(minio, options), "iggy/");
             assert.equal(result.ok, false);
             const text = result.ok ? "" : result.reason;
             assert.ok(!text.includes("\n"), "one line");
@@ -90,7 +80,7 @@ if ("reason" in found) {
 
       await t.step("no secret in real error answers", async () => {
         const secret = "this-is-the-wrong-secret-0123456789";
-        const store = storeFor(minio, {
+        const store = minioStore(minio, {
           credentials: { accessKeyId: minio.accessKey, secretAccessKey: secret },
         });
         for (const attempt of [() => store.list(""), () => store.head("k"), () => store.get("k")]) {
@@ -102,7 +92,7 @@ if ("reason" in found) {
 
       await t.step("clock skew: one re-sign on the server's clock, ahead or behind", async () => {
         for (const offset of [-3 * 3600_000, 2 * 3600_000]) {
-          const store = storeFor(minio, { clock: aheadClock(offset) });
+          const store = minioStore(minio, { clock: aheadClock(offset) });
           await store.put("skew/obj", new Uint8Array([1]));
           assert.ok(
             Math.abs(store.clockOffsetMs + offset) < 60_000,
@@ -113,7 +103,7 @@ if ("reason" in found) {
       });
 
       await t.step("presigned GET", async () => {
-        const store = storeFor(minio);
+        const store = minioStore(minio);
         await store.put("presigned/a b+c.txt", new TextEncoder().encode("hello"));
         const url = await store.presignGet("presigned/a b+c.txt", 60);
         const response = await fetch(url);
@@ -122,7 +112,7 @@ if ("reason" in found) {
       });
 
       await t.step("uploadFile: 12 MiB in 5 MiB parts, then AlreadyExists", async () => {
-        const store = storeFor(minio);
+        const store = minioStore(minio);
         const dir = await tempDir("tierd-minio-upload");
         try {
           const path = join(dir.path, "00000000000000000000.log");
@@ -171,7 +161,7 @@ if ("reason" in found) {
       await t.step(
         "outage: MinIO killed is Transport; after restart it answers again",
         async () => {
-          const store = storeFor(minio, { requestTimeoutMs: 5000 });
+          const store = minioStore(minio, { requestTimeoutMs: 5000 });
           await store.put("outage/before", new Uint8Array([7]));
           minio.kill();
           const err = await store.head("outage/before").then(() => undefined, (e) => e);
