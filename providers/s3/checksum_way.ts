@@ -7,7 +7,7 @@
 // never sees it again; one that refuses them all gets `Content-MD5`, which every S3
 // implementation checks, and its copies are proven by read-back or by an ETag that is an MD5.
 import { checksumOf, comparableChecksum, sameChecksum } from "../checksum.ts";
-import { type ChecksumAlgorithm, type ObjectStore, StoreError } from "../types.ts";
+import { type ChecksumAlgorithm, type ObjectHead, type ObjectStore, StoreError } from "../types.ts";
 
 /** `tiered_storage.s3.checksum`: an algorithm, none, or settled by the probe. */
 export type S3ChecksumMode = "auto" | ChecksumAlgorithm | "none";
@@ -102,9 +102,10 @@ export async function negotiateChecksumWay(
     let headMode = false;
     let singleProof = "read-back";
     const ours = body === "none" ? undefined : await checksumOf(body, bytes);
+    let head: ObjectHead | undefined;
     if (isAmzChecksum(body)) {
       try {
-        const head = await candidate({ body, multipart: "none", headMode: true })
+        head = await candidate({ body, multipart: "none", headMode: true })
           .head(key, { checksums: true, signal });
         const stored = comparableChecksum(head.checksums);
         if (stored && ours && stored.algorithm === body && sameChecksum(ours, stored)) {
@@ -117,11 +118,14 @@ export async function negotiateChecksumWay(
       }
     }
     if (!headMode) {
-      const head = await candidate({ body, multipart: "none", headMode: false })
+      // Without a stored checksum, a single PUT's ETag may be its MD5 (the HEAD above, if any,
+      // answered it too).
+      head ??= await candidate({ body, multipart: "none", headMode: false })
         .head(key, { checksums: true, signal });
-      const md5 = await checksumOf("md5", bytes);
-      const stored = comparableChecksum(head.checksums);
-      if (stored?.algorithm === "md5" && sameChecksum(md5, stored)) singleProof = "the ETag (MD5)";
+      const etag = comparableChecksum(head.checksums?.filter((c) => c.algorithm === "md5"));
+      if (etag && sameChecksum(await checksumOf("md5", bytes), etag)) {
+        singleProof = "the ETag (MD5)";
+      }
     }
 
     // A one-part multipart upload, declaring the checksum; without, if the store refuses that.

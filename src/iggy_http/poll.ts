@@ -96,7 +96,7 @@ function brokerSide(
     storeOffset: (offset) => calls.storeOffset(auth, target, q, offset),
     pollFrom: async (offset, count) => {
       const rest = await calls.pollFrom(auth, target, q, offset, count, false);
-      return { ...rest, answer: rest, size: rest.size };
+      return { ...rest, answer: rest };
     },
   };
 }
