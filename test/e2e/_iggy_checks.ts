@@ -286,11 +286,16 @@ export async function checkMixedRead(
   assert.equal(read.nextOffset, next?.first ?? files.bytes.records.at(-1)!.last + 1n);
 }
 
-/** Bytes a human size of Iggy's (`"154 B"`, `"1.05 MB"`: decimal units, two decimals) allows. */
+/**
+ * Bytes a human size of Iggy's allows: `"154 B"`, `"1.05 MB"` (decimal units), or a binary unit
+ * when the server's serializer (byte-unit's `Byte`) finds one that states the size exactly,
+ * `"3068.25 KiB"` = 3,141,888 bytes; the last decimal is taken as rounded either way.
+ */
 export function humanSizeRange(text: string): { min: number; max: number } {
-  const m = /^(\d+(?:\.\d+)?) (B|KB|MB|GB|TB)$/.exec(text);
-  assert.ok(m, `a size like "1.05 MB": ${JSON.stringify(text)}`);
-  const unit = 1000 ** ["B", "KB", "MB", "GB", "TB"].indexOf(m[2]);
+  const m = /^(\d+(?:\.\d+)?) (B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/.exec(text);
+  assert.ok(m, `a size like "1.05 MB" or "3068.25 KiB": ${JSON.stringify(text)}`);
+  const binary = ["B", "KiB", "MiB", "GiB", "TiB"].indexOf(m[2]);
+  const unit = binary > 0 ? 1024 ** binary : 1000 ** ["B", "KB", "MB", "GB", "TB"].indexOf(m[2]);
   const value = Number(m[1]);
   const decimals = m[1].split(".")[1]?.length ?? 0;
   const half = m[2] === "B" ? 0 : 0.5 * 10 ** -decimals * unit;
