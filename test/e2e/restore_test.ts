@@ -309,9 +309,12 @@ if (await minioAvailable("restore tests against MinIO")) {
         "restore --with-data SIGKILLed at random moments, re-run until it exits 0: the same checks",
         async () => {
           const h = await host(join(tmp.path, "killed"), minio, tap.endpoint);
-          // Where each run dies, in turn: at a random GetObject (mid-download), at a random
-          // moment, right as the journal appears (state being written); then a run left alone.
-          const aims = ["get", "timer", "get", "journal", "get", "timer"] as const;
+          // Where each run dies, in turn: at an early random GetObject (mid-download) three
+          // times, which always lands while objects are left; then at a random moment soon after
+          // the run's first GetObject, right as the journal appears (state being written), at a
+          // random moment again — these land only while work is left — and a run left alone.
+          // (A timer counted from the spawn missed on a fast machine: the resumed run was done.)
+          const aims = ["get", "get", "get", "timer", "journal", "timer"] as const;
           await mkdir(h.config.agent.state_dir, { recursive: true });
           let kills = 0;
           let runs = 0;
@@ -329,18 +332,20 @@ if (await minioAvailable("restore tests against MinIO")) {
             };
             let gets = 0;
             // Early enough that a kill lands even when little is left to download (each run
-            // resumes where the last one died), so at least three of them always do.
+            // resumes where the last one died), so the first three always do.
             const killAt = 1 + Math.floor(random() * 4);
-            if (aim === "get") {
+            const delay = Math.floor(random() * 30);
+            let timer: ReturnType<typeof setTimeout> | undefined;
+            if (aim === "get" || aim === "timer") {
               tap.on((e) => {
-                if (e.op === "GetObject" && e.phase === "request" && ++gets >= killAt) {
-                  kill(`GetObject #${gets}`);
+                if (e.op !== "GetObject" || e.phase !== "request") return;
+                gets++;
+                if (aim === "get" && gets >= killAt) kill(`GetObject #${gets}`);
+                if (aim === "timer" && gets === 1) {
+                  timer = setTimeout(() => kill(`${delay} ms after the first GetObject`), delay);
                 }
               });
             }
-            const timer = aim === "timer"
-              ? setTimeout(() => kill("a random moment"), 100 + Math.floor(random() * 600))
-              : undefined;
             const watcher = aim === "journal"
               ? Deno.watchFs(h.config.agent.state_dir, { recursive: true })
               : undefined;
