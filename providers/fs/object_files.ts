@@ -343,11 +343,19 @@ function parseMeta(text: string): ObjectMeta | undefined {
   }
 }
 
-/** True when the metadata names this very file. */
+/**
+ * True when the metadata names this very file: its inode, size and mtime to the millisecond.
+ * The runtimes disagree below that (Deno's node:fs gives `mtimeNs` in whole milliseconds, Bun's
+ * to the nanosecond), and an object written under one and read under the other — the binary
+ * beside `deno task` — must not be re-hashed whole and its metadata rewritten on every open.
+ */
 function describes(meta: ObjectMeta, st: { ino: bigint; size: bigint; mtimeNs: bigint }): boolean {
   return meta.ino === String(st.ino) && BigInt(meta.size) === st.size &&
-    meta.mtimeNs === String(st.mtimeNs);
+    /^\d+$/.test(meta.mtimeNs) && BigInt(meta.mtimeNs) / MS === st.mtimeNs / MS;
 }
+
+/** Nanoseconds in a millisecond. */
+const MS = 1_000_000n;
 
 /** True when the file's bytes are the ones the metadata's ETag (or MD5) was computed from. */
 async function bytesMatch(fh: FileHandle, meta: ObjectMeta): Promise<boolean> {

@@ -457,3 +457,32 @@ Deno.test("fs: requests honour an aborted signal", async () => {
     await dir.cleanup();
   }
 });
+
+Deno.test("fs: an object written under Bun is read under Deno as is: mtimes compare to the millisecond", async () => {
+  const dir = await tempDir("tierd-fs");
+  try {
+    const store = new FsStore({ root: dir.path });
+    const body = crypto.getRandomValues(new Uint8Array(60_000));
+    await store.put("seg.log", body);
+    const metaPath = join(dir.path, "objects", "seg.log") + META_SUFFIX;
+    // Bun's node:fs states mtimes to the nanosecond, Deno's in whole milliseconds: the metadata
+    // as the binary wrote it carries digits this runtime never sees.
+    const meta = JSON.parse(await readFile(metaPath, "utf8"));
+    const ms = BigInt(meta.mtimeNs) / 1_000_000n;
+    meta.mtimeNs = String(ms * 1_000_000n + 654_321n);
+    const written = JSON.stringify(meta);
+    await writeFile(metaPath, written);
+    assert.deepEqual((await store.get("seg.log")).bytes, body);
+    assert.equal((await store.head("seg.log")).size, body.length);
+    // Recognised as the same file: not re-hashed whole and rebound (which rewrites the metadata).
+    assert.equal(await readFile(metaPath, "utf8"), written);
+    // A file changed in place a millisecond later, same size, is no longer that object.
+    const path = join(dir.path, "objects", "seg.log");
+    await writeFile(path, crypto.getRandomValues(new Uint8Array(60_000)));
+    const later = new Date(Number(ms) + 5);
+    await utimes(path, later, later);
+    await assert.rejects(store.get("seg.log"), (e) => e instanceof StoreError);
+  } finally {
+    await dir.cleanup();
+  }
+});
