@@ -226,6 +226,7 @@ const ORDER = [
   "warm_ratio_vs_local",
   "readahead_scan_ratio",
   "cold_scan_ratio_vs_direct_get",
+  "cold_scan_ratio_vs_direct_get_16x",
   "cold_scan_cpu_seconds_per_gib",
   "read_peak_rss_mib_24x64mib",
   "iggy_json_poll_peak_rss_mib_24",

@@ -41,7 +41,8 @@ const BENCHES: Record<string, Bench> = {
     run: async () => (await import("./read_warm.ts")).runReadWarmBench(),
   },
   read_scan: {
-    describe: "sequential cold scan MB/s, plain client: readahead ÷ none, ÷ a direct GET",
+    describe:
+      "sequential cold scan MB/s, plain client: readahead ÷ none, ÷ a direct GET; 16 at once",
     run: async () => (await import("./read_scan.ts")).runReadScanBench({ rounds: rounds(2) }),
   },
   read_rss: {

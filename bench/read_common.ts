@@ -1,13 +1,14 @@
-// Shared set-up of the read benchmarks: one partition of Iggy 0.9 segments,
-// copied to the bench store and partly evicted by the real agent (`tierd run`, the compiled
-// binary, over a hard-linked copy of the generated data directory), then served by fresh
-// `tierd run` processes — each with its own empty chunk cache — that the benchmarks read through
-// the HTTP API exactly as a consumer would.
+// Shared set-up of the read benchmarks: one partition of Iggy 0.9 segments (or, for the
+// concurrent scan, 16 partitions: SCAN16_LAYOUT), copied to the bench store and partly evicted
+// by the real agent (`tierd run`, the compiled binary, over a hard-linked copy of the generated
+// data directory), then served by fresh `tierd run` processes — each with its own empty chunk
+// cache — that the benchmarks read through the HTTP API exactly as a consumer would.
 import { join } from "node:path";
 import { concatBytes } from "../providers/bytes.ts";
 import { freePort } from "../test/fixtures/_server.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";
+import { partitionRoot } from "../src/layout/object_keys.ts";
 import { startTierdRun } from "./_proc.ts";
 import { ensureSegments, type SegmentSet, type SegmentSetSpec, WORK_DIR } from "./_segments.ts";
 import { benchSegmentSize, median, MiB, progress, round } from "./_stats.ts";
@@ -25,7 +26,43 @@ export const READ_LAYOUT: SegmentSetSpec = {
 };
 /** `local_retention_size` of the topic (300 MiB): the newest ~4 sealed segments stay local. */
 export const LOCAL_RETENTION = `${round(READ_SEGMENT / MiB * 300 / 64, 3)} MiB`;
+/** Segment size of the 16-partition layout: 32 MiB (TIERD_BENCH_SEGMENT_MIB in a smoke run). */
+const SCAN16_SEGMENT = benchSegmentSize(32 * MiB);
+/**
+ * The concurrent scan's partitions: 16 partitions of 3 sealed segments of 32 MiB each, 4 KiB
+ * payloads (1.5 GiB sealed in all).
+ */
+export const SCAN16_LAYOUT: SegmentSetSpec = {
+  name: `read-16p-3x${SCAN16_SEGMENT / MiB}MiB`,
+  partitions: 16,
+  sealedPerPartition: 3,
+  segmentSize: SCAN16_SEGMENT,
+  payloadSize: 4096,
+};
+/**
+ * `local_retention_size` of the 16-partition topic: 1.5 segments (48 MiB), so in every partition
+ * the newest sealed segment (and the active one) stays local and the 2 oldest are evicted: 32
+ * segments, 1 GiB in all.
+ */
+export const SCAN16_LOCAL_RETENTION = `${round(SCAN16_SEGMENT / MiB * 1.5, 3)} MiB`;
+/** Segments the agent evicts per partition of {@link SCAN16_LAYOUT}. */
+export const SCAN16_EVICTED_PER_PARTITION = 2;
 const FORMAT = "iggy-0.9" as const;
+/** The agent's `cluster_id` (it names the objects' keys). */
+const CLUSTER_ID = "bench";
+
+/** Which data {@link prepareReadData} sets up (default: {@link READ_LAYOUT}). */
+export interface ReadDataOptions {
+  /** The segments: one or more partitions of one topic. @default READ_LAYOUT */
+  layout?: SegmentSetSpec;
+  /** The topic's `local_retention_size`. @default LOCAL_RETENTION */
+  localRetention?: string;
+  /**
+   * Segments the agent must have evicted in every partition before the set-up counts as
+   * settled; without it, any eviction with every sealed segment copied (stable for 1.5 s).
+   */
+  evictedPerPartition?: number;
+}
 
 /** One sealed segment of the read partition. */
 export interface ReadSegment {
@@ -41,6 +78,15 @@ export interface ReadSegment {
   key: string;
 }
 
+/** One partition after the set-up. */
+export interface ReadPartition {
+  partition: number;
+  /** Its sealed segments in offset order. */
+  segments: ReadSegment[];
+  /** First offset of its first local segment: the evicted range is [0, this). */
+  firstLocalOffset: bigint;
+}
+
 /** The partition after the set-up: tiered and partly evicted. */
 export interface ReadData {
   bench: string;
@@ -51,12 +97,18 @@ export interface ReadData {
   dataDir: string;
   stateDir: string;
   prefix: string;
+  /** The topic's `local_retention_size`. */
+  localRetention: string;
+  /** The first partition's segments (the only partition of {@link READ_LAYOUT}). */
   segments: ReadSegment[];
-  /** First offset of the first local segment: the evicted range is [0, this). */
+  /** The first partition's first local offset: the evicted range is [0, this). */
   firstLocalOffset: bigint;
   stream: number;
   topic: number;
+  /** The first partition's id (0). */
   partition: number;
+  /** Every partition of the layout, in id order (`partitions[0]` is the one above). */
+  partitions: ReadPartition[];
   /** Seconds the agent took to copy and evict (first start to settled). */
   tieringSeconds: number;
   /** Deletes the run directory and the objects, stops MinIO. */
@@ -114,7 +166,7 @@ function configText(data: ReadData, port: number, cacheDir: string, o: ServerOpt
     `data_dir = ${JSON.stringify(data.dataDir)}`,
     `state_dir = ${JSON.stringify(data.stateDir)}`,
     `listen = "127.0.0.1:${port}"`,
-    'cluster_id = "bench"',
+    `cluster_id = ${JSON.stringify(CLUSTER_ID)}`,
     'seal_quiescence = "0 s"',
     `format = "${FORMAT}"`,
     'log_level = "warn"',
@@ -140,7 +192,7 @@ function configText(data: ReadData, port: number, cacheDir: string, o: ServerOpt
     "[[topic]]",
     `stream = ${data.stream}`,
     `topic = ${data.topic}`,
-    `local_retention_size = ${JSON.stringify(LOCAL_RETENTION)}`,
+    `local_retention_size = ${JSON.stringify(data.localRetention)}`,
     "",
   );
   return lines.join("\n");
@@ -178,18 +230,30 @@ export async function startServer(data: ReadData, o: ServerOptions): Promise<Tie
   return { url, cacheDir, ...run };
 }
 
-/** `GET /v1/partitions` of the read partition. */
-export async function partitionInfo(server: TierdServer): Promise<{
+/** One partition of `GET /v1/partitions` (the fields the benchmarks read). */
+export interface PartitionInfo {
+  partition: number;
   segments: { local: number; uploaded: number; remote: number; dangling: number };
   incarnation: string | null;
   remote_bytes: string;
-}> {
+}
+
+/**
+ * `GET /v1/partitions`: every partition, `count` of them.
+ * @throws {Error} when the answer is not a list of `count`
+ */
+export async function partitionInfos(server: TierdServer, count: number): Promise<PartitionInfo[]> {
   const res = await fetch(`${server.url}/v1/partitions`);
   const list = await res.json();
-  if (!Array.isArray(list) || list.length !== 1) {
+  if (!Array.isArray(list) || list.length !== count) {
     throw new Error(`/v1/partitions answered ${JSON.stringify(list).slice(0, 500)}`);
   }
-  return list[0];
+  return list;
+}
+
+/** `GET /v1/partitions` of the read partition. */
+export async function partitionInfo(server: TierdServer): Promise<PartitionInfo> {
+  return (await partitionInfos(server, 1))[0];
 }
 
 /** Parses Prometheus text into `name{labels}` → value (sums of matching series by prefix). */
@@ -234,14 +298,20 @@ export async function waitSettled(server: TierdServer, quietMs = 60, maxMs = 30_
 
 /**
  * Generates (or reuses) the segments, links them into a fresh broker directory, runs the agent
- * until every sealed segment is copied and the oldest are evicted, then stops it.
+ * until every sealed segment of every partition is copied and the oldest are evicted, then stops
+ * it. By default the single read partition ({@link READ_LAYOUT}, {@link LOCAL_RETENTION}).
  * @throws {Error} when the agent does not settle within ten minutes
  */
-export async function prepareReadData(bench: string): Promise<ReadData> {
+export async function prepareReadData(
+  bench: string,
+  options: ReadDataOptions = {},
+): Promise<ReadData> {
+  const layout = options.layout ?? READ_LAYOUT;
+  const localRetention = options.localRetention ?? LOCAL_RETENTION;
   const store = await openBenchStore();
   try {
     progress(bench, `store: ${store.describe}`);
-    const set = await ensureSegments(READ_LAYOUT);
+    const set = await ensureSegments(layout);
     const id = `${bench}-${Date.now().toString(36)}`;
     const runDir = join(WORK_DIR, "runs", id);
     await Deno.remove(runDir, { recursive: true }).catch(() => {});
@@ -256,11 +326,13 @@ export async function prepareReadData(bench: string): Promise<ReadData> {
       dataDir,
       stateDir: join(runDir, "state"),
       prefix,
+      localRetention,
       segments: [],
       firstLocalOffset: 0n,
       stream: set.stream,
       topic: set.topic,
       partition: 0,
+      partitions: [],
       tieringSeconds: 0,
       close: async () => {
         await emptyPrefix(store.client, prefix + "/").catch(() => {});
@@ -268,20 +340,27 @@ export async function prepareReadData(bench: string): Promise<ReadData> {
         await store.stop();
       },
     };
-    const sealed = set.sealed.length;
-    progress(bench, `tiering ${sealed} segments (local_retention_size ${LOCAL_RETENTION})…`);
+    const sealed = layout.sealedPerPartition;
+    const count = layout.partitions;
+    progress(
+      bench,
+      `tiering ${set.sealed.length} segments${count > 1 ? ` in ${count} partitions` : ""} ` +
+        `(local_retention_size ${localRetention})…`,
+    );
     const began = performance.now();
     const server = await startServer(data, { name: "setup" });
     try {
-      let info = await partitionInfo(server);
+      let infos = await partitionInfos(server, count);
       const deadline = Date.now() + 600_000;
       let stableSince = 0;
       let last = "";
       for (;;) {
-        info = await partitionInfo(server);
-        const s = info.segments;
-        const now = JSON.stringify(s);
-        const done = s.remote > 0 && s.uploaded + s.remote === sealed && s.dangling === 0;
+        infos = await partitionInfos(server, count);
+        const now = JSON.stringify(infos.map((i) => i.segments));
+        const done = infos.every(({ segments: s }) =>
+          s.remote > 0 && s.uploaded + s.remote === sealed && s.dangling === 0 &&
+          (options.evictedPerPartition === undefined || s.remote === options.evictedPerPartition)
+        );
         if (done && now === last) {
           if (Date.now() - stableSince > 1500) break;
         } else {
@@ -294,42 +373,64 @@ export async function prepareReadData(bench: string): Promise<ReadData> {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       data.tieringSeconds = (performance.now() - began) / 1000;
-      progress(
-        bench,
-        `tiered in ${data.tieringSeconds.toFixed(1)} s: ${JSON.stringify(info.segments)}`,
-      );
+      const shown = count === 1 ? JSON.stringify(infos[0].segments) : `${count} partitions, ` +
+        JSON.stringify(infos.reduce(
+          (t, { segments: s }) => ({
+            local: t.local + s.local,
+            uploaded: t.uploaded + s.uploaded,
+            remote: t.remote + s.remote,
+            dangling: t.dangling + s.dangling,
+          }),
+          { local: 0, uploaded: 0, remote: 0, dangling: 0 },
+        ));
+      progress(bench, `tiered in ${data.tieringSeconds.toFixed(1)} s: ${shown}`);
     } finally {
       await server.stop();
     }
     // Segment facts, from the generated files and the store's listing.
     const { keys } = await listPrefix(store.client, prefix + "/");
     const codec = codecFor(FORMAT);
-    for (const s of set.sealed) {
-      const name = s.logPath.slice(s.logPath.lastIndexOf("/") + 1);
-      const start = BigInt(name.replace(/\.log$/, ""));
-      const key = keys.find((k) => k.endsWith("/" + name));
-      if (!key) throw new Error(`no object for ${name} under ${prefix}/`);
-      const entries = codec.parseIndex(await Deno.readFile(s.indexPath), {
-        file: s.indexPath,
-        startOffset: start,
-        logSize: s.size,
+    for (let p = 0; p < count; p++) {
+      const root = partitionRoot({
+        prefix,
+        clusterId: CLUSTER_ID,
+        stream: set.stream,
+        topic: set.topic,
+        partition: p,
       });
-      const rel = s.logPath.slice(set.dataDir.length);
-      data.segments.push({
-        start,
-        logPath: s.logPath,
-        size: s.size,
-        entries,
-        evicted: !(await exists(join(dataDir, rel))),
-        key,
-      });
+      const segments: ReadSegment[] = [];
+      for (const s of set.sealed.filter((x) => x.partition === p)) {
+        const name = s.logPath.slice(s.logPath.lastIndexOf("/") + 1);
+        const start = BigInt(name.replace(/\.log$/, ""));
+        const key = keys.find((k) => k.startsWith(root) && k.endsWith("/" + name));
+        if (!key) throw new Error(`no object for ${name} under ${root}`);
+        const entries = codec.parseIndex(await Deno.readFile(s.indexPath), {
+          file: s.indexPath,
+          startOffset: start,
+          logSize: s.size,
+        });
+        const rel = s.logPath.slice(set.dataDir.length);
+        segments.push({
+          start,
+          logPath: s.logPath,
+          size: s.size,
+          entries,
+          evicted: !(await exists(join(dataDir, rel))),
+          key,
+        });
+      }
+      segments.sort((a, b) => (a.start < b.start ? -1 : 1));
+      const firstLocal = segments.find((s) => !s.evicted);
+      if (!firstLocal || !segments[0].evicted) {
+        throw new Error(
+          `expected the oldest segments of partition ${p} evicted and the newest local`,
+        );
+      }
+      data.partitions.push({ partition: p, segments, firstLocalOffset: firstLocal.start });
     }
-    data.segments.sort((a, b) => (a.start < b.start ? -1 : 1));
-    const firstLocal = data.segments.find((s) => !s.evicted);
-    if (!firstLocal || !data.segments[0].evicted) {
-      throw new Error("expected the oldest segments evicted and the newest local");
-    }
-    data.firstLocalOffset = firstLocal.start;
+    data.segments = data.partitions[0].segments;
+    data.firstLocalOffset = data.partitions[0].firstLocalOffset;
+    data.partition = data.partitions[0].partition;
     return data;
   } catch (err) {
     await store.stop().catch(() => {});
@@ -337,10 +438,16 @@ export async function prepareReadData(bench: string): Promise<ReadData> {
   }
 }
 
-/** The records endpoint of the read partition. */
-export function recordsUrl(data: ReadData, server: TierdServer, offset: bigint, maxBytes: number) {
+/** The records endpoint of the read partition (or of partition `partition`). */
+export function recordsUrl(
+  data: ReadData,
+  server: TierdServer,
+  offset: bigint,
+  maxBytes: number,
+  partition = data.partition,
+) {
   return `${server.url}/v1/streams/${data.stream}/topics/${data.topic}/partitions/` +
-    `${data.partition}/records?offset=${offset}&max_bytes=${maxBytes}`;
+    `${partition}/records?offset=${offset}&max_bytes=${maxBytes}`;
 }
 
 /** A fetch timed to its first body byte and to its last. */

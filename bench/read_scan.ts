@@ -12,6 +12,10 @@
 // separate process) in front of MinIO that holds every request for a fixed time, emulating a
 // real store's first-byte latency; the scans straight against MinIO are recorded too
 // (`readahead_scan_ratio_no_added_latency`, `cold_scan_ratio_vs_direct_get_no_added_latency`).
+// `cold_scan_ratio_vs_direct_get_16x` is the same comparison under concurrency, on a topic of 16
+// partitions (SCAN16_LAYOUT): 16 plain clients scanning the 16 partitions at once through one
+// fresh tierd ÷ 16 parallel direct GET streams of the same objects, aggregate MB/s, both behind
+// the delay proxy.
 import { join } from "node:path";
 import { S3Store } from "../providers/s3/store.ts";
 import { ChunkCache, chunkCacheOptions } from "../src/cache/mod.ts";
@@ -30,9 +34,15 @@ import {
   prepareReadData,
   READ_LAYOUT,
   type ReadData,
+  type ReadPartition,
+  type ReadSegment,
   recordsUrl,
+  SCAN16_EVICTED_PER_PARTITION,
+  SCAN16_LAYOUT,
+  SCAN16_LOCAL_RETENTION,
   startServer,
   summary,
+  type TierdServer,
   waitSettled,
 } from "./read_common.ts";
 import { type DelayProxy, startDelayProxy } from "./read_proxy.ts";
@@ -157,7 +167,25 @@ async function scanOnce(
  * timed from the first request to the last body byte.
  */
 async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promise<Scan> {
-  const store = proxy
+  const store = directStore(data, proxy);
+  const evicted = data.segments.filter((s) => s.evicted);
+  const t0 = performance.now();
+  const bytes = await getWholeInOrder(store, evicted);
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    kind: "direct",
+    readahead: "n/a: the store itself",
+    delayMs: proxy?.delayMs ?? 0,
+    bytes,
+    requests: evicted.length,
+    seconds: round(seconds, 3),
+    mbps: round(bytes / 1e6 / seconds, 1),
+  };
+}
+
+/** The S3 client the direct GETs use: through the delay proxy, or MinIO itself. */
+function directStore(data: ReadData, proxy: DelayProxy | undefined): S3Store {
+  return proxy
     ? new S3Store({
       endpoint: proxy.endpoint,
       region: data.store.region,
@@ -166,10 +194,16 @@ async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promis
       urlStyle: "path",
     })
     : data.store.client;
-  const evicted = data.segments.filter((s) => s.evicted);
+}
+
+/**
+ * Fetches each segment's `.log` object whole, one after another: a presigned URL, Deno fetch,
+ * the body consumed as a stream and counted, its length checked. @returns the bytes read
+ * @throws {Error} on an answer other than 200 or a body of the wrong length
+ */
+async function getWholeInOrder(store: S3Store, segments: ReadSegment[]): Promise<number> {
   let bytes = 0;
-  const t0 = performance.now();
-  for (const seg of evicted) {
+  for (const seg of segments) {
     const res = await fetch(await store.presignGet(seg.key, 3600));
     if (res.status !== 200 || !res.body) {
       throw new Error(`direct GET of ${seg.key} answered ${res.status}: ${await res.text()}`);
@@ -184,16 +218,7 @@ async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promis
     if (n !== seg.size) throw new Error(`direct GET of ${seg.key}: ${n} bytes, not ${seg.size}`);
     bytes += n;
   }
-  const seconds = (performance.now() - t0) / 1000;
-  return {
-    kind: "direct",
-    readahead: "n/a: the store itself",
-    delayMs: proxy?.delayMs ?? 0,
-    bytes,
-    requests: evicted.length,
-    seconds: round(seconds, 3),
-    mbps: round(bytes / 1e6 / seconds, 1),
-  };
+  return bytes;
 }
 
 /**
@@ -339,9 +364,294 @@ async function diagnose(data: ReadData, config: string) {
   return { read_path: readPath, cache_alone_sequential: direct };
 }
 
-/** Runs the benchmark and records its figures. @returns the headline readahead ratio */
+/** One run of the concurrent scan: 16 clients (or 16 GET streams), one per partition, at once. */
+interface ConcurrentScan {
+  kind: "plain" | "direct";
+  delayMs: number;
+  clients: number;
+  bytes: number;
+  requests: number;
+  /** From the first request to the last body byte of the last client. */
+  seconds: number;
+  /** Aggregate: all the clients' bytes ÷ `seconds`. */
+  mbps: number;
+  /** Each client's own MB/s (its bytes ÷ its own time). */
+  clientMbps: ReturnType<typeof summary>;
+  /** Each client's seconds, first request to its last body byte. */
+  clientSeconds: ReturnType<typeof summary>;
+  /** tierd runs only: 503 answers (each retried after its Retry-After). */
+  answers503?: number;
+  /** tierd runs only: the agent's CPU seconds (user + system) over the run. */
+  cpuSeconds?: number;
+  storeGets?: number;
+  collections?: number;
+  cacheHits?: number;
+  cacheMisses?: number;
+  fetches?: Record<string, number>;
+}
+
+/** What one client of a concurrent run did. */
+interface ClientRun {
+  bytes: number;
+  requests: number;
+  answers503: number;
+  seconds: number;
+}
+
+/** Retries of 503 answers one plain client of the concurrent scan accepts before failing. */
+const MAX_503_PER_CLIENT = 600;
+
+/**
+ * One plain client of the concurrent scan: scanOnce's "plain" kind on one partition (no
+ * `x-tierd-reader` header, `max_bytes` 1 MiB, each read at the previous answer's
+ * `x-tierd-next-offset`, from offset 0 up to the partition's first local offset); a 503 is
+ * retried after its Retry-After and counted.
+ * @throws {Error} on any other answer than 200 or 503
+ */
+async function plainClient(
+  data: ReadData,
+  server: TierdServer,
+  part: ReadPartition,
+): Promise<ClientRun> {
+  const run: ClientRun = { bytes: 0, requests: 0, answers503: 0, seconds: 0 };
+  let offset = 0n;
+  const t0 = performance.now();
+  while (offset < part.firstLocalOffset) {
+    const res = await fetch(recordsUrl(data, server, offset, MAX_BYTES, part.partition));
+    const body = await res.arrayBuffer();
+    if (res.status === 503) {
+      if (++run.answers503 > MAX_503_PER_CLIENT) {
+        throw new Error(`partition ${part.partition}: more than ${MAX_503_PER_CLIENT} 503s`);
+      }
+      const after = Number(res.headers.get("retry-after"));
+      await new Promise((resolve) => setTimeout(resolve, (after > 0 ? after : 1) * 1000));
+      continue;
+    }
+    if (res.status !== 200) {
+      throw new Error(
+        `partition ${part.partition}: scan at ${offset} answered ${res.status}: ${
+          new TextDecoder().decode(body).slice(0, 300)
+        }`,
+      );
+    }
+    const next = res.headers.get("x-tierd-next-offset");
+    if (next === null) throw new Error(`partition ${part.partition}: no x-tierd-next-offset`);
+    run.bytes += body.byteLength;
+    run.requests++;
+    offset = BigInt(next);
+  }
+  run.seconds = (performance.now() - t0) / 1000;
+  return run;
+}
+
+/** The aggregate of a concurrent run's clients. */
+function concurrentFigures(clients: ClientRun[], seconds: number) {
+  const bytes = clients.reduce((n, c) => n + c.bytes, 0);
+  return {
+    clients: clients.length,
+    bytes,
+    requests: clients.reduce((n, c) => n + c.requests, 0),
+    seconds: round(seconds, 3),
+    mbps: round(bytes / 1e6 / seconds, 1),
+    clientMbps: summary(clients.map((c) => c.bytes / 1e6 / c.seconds), 1),
+    clientSeconds: summary(clients.map((c) => c.seconds), 3),
+  };
+}
+
+/**
+ * 16 plain clients, one per partition, started together on one fresh server (empty cache);
+ * timed from the first request to the last body byte of the last client.
+ */
+async function concurrentTierdScan(
+  data: ReadData,
+  proxy: DelayProxy,
+  name: string,
+): Promise<ConcurrentScan> {
+  const server = await startServer(data, { name, endpoint: proxy.endpoint });
+  try {
+    await waitSettled(server);
+    const before = await metrics(server);
+    const cpu0 = await readCpu(server.pid);
+    const t0 = performance.now();
+    const clients = await Promise.all(data.partitions.map((p) => plainClient(data, server, p)));
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = await readCpu(server.pid);
+    await waitSettled(server);
+    const after = await metrics(server);
+    const d = (name: string, filter = "") =>
+      metricSum(after, name, filter) - metricSum(before, name, filter);
+    return {
+      kind: "plain",
+      delayMs: proxy.delayMs,
+      ...concurrentFigures(clients, seconds),
+      answers503: clients.reduce((n, c) => n + c.answers503, 0),
+      cpuSeconds: cpu0 && cpu1
+        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        : undefined,
+      storeGets: d("tierd_store_requests_total", 'op="get"'),
+      collections: d("tierd_memory_collections_total"),
+      cacheHits: d("tierd_cache_hits_total"),
+      cacheMisses: d("tierd_cache_misses_total"),
+      fetches: {
+        ok: d("tierd_fetches_total", 'outcome="ok"'),
+        aborted: d("tierd_fetches_total", 'outcome="aborted"'),
+        error: d("tierd_fetches_total", 'outcome="error"'),
+        cache_full: d("tierd_fetches_total", 'outcome="cache_full"'),
+      },
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * The peer of the concurrent scan: 16 parallel streams, one per partition, each fetching its
+ * partition's evicted `.log` objects whole, in offset order, one at a time (as directScan does),
+ * through the delay proxy; timed from the first request to the last body byte of the last.
+ */
+async function concurrentDirectScan(data: ReadData, proxy: DelayProxy): Promise<ConcurrentScan> {
+  const store = directStore(data, proxy);
+  const t0 = performance.now();
+  const clients = await Promise.all(data.partitions.map(async (p): Promise<ClientRun> => {
+    const evicted = p.segments.filter((s) => s.evicted);
+    const started = performance.now();
+    const bytes = await getWholeInOrder(store, evicted);
+    const seconds = (performance.now() - started) / 1000;
+    return { bytes, requests: evicted.length, answers503: 0, seconds };
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  return { kind: "direct", delayMs: proxy.delayMs, ...concurrentFigures(clients, seconds) };
+}
+
+/**
+ * `cold_scan_ratio_vs_direct_get_16x`: 16 plain clients scanning 16 partitions at once through
+ * tierd ÷ 16 parallel direct GET streams of the same objects, at +DELAY_MS per store request.
+ */
+async function runConcurrentScans(rounds: number): Promise<void> {
+  const data = await prepareReadData("read_scan", {
+    layout: SCAN16_LAYOUT,
+    localRetention: SCAN16_LOCAL_RETENTION,
+    evictedPerPartition: SCAN16_EVICTED_PER_PARTITION,
+  });
+  try {
+    const n = data.partitions.length;
+    const evicted = data.partitions.flatMap((p) => p.segments.filter((s) => s.evicted));
+    const evictedBytes = evicted.reduce((t, s) => t + s.size, 0);
+    progress(
+      "read_scan",
+      `concurrent: ${n} partitions, ${evicted.length} evicted segments ` +
+        `(${(evictedBytes / MiB).toFixed(0)} MiB), ${n} clients at once, +${DELAY_MS} ms`,
+    );
+    const runs: Record<"plain" | "direct", ConcurrentScan[]> = { plain: [], direct: [] };
+    const proxy = await startDelayProxy(data.store.endpoint, DELAY_MS);
+    try {
+      for (let r = 0; r < rounds; r++) {
+        // Alternate the order, so neither always goes first.
+        const order: ("plain" | "direct")[] = r % 2 === 0
+          ? ["plain", "direct"]
+          : ["direct", "plain"];
+        for (const kind of order) {
+          await waitForQuiet(20_000);
+          const run = kind === "plain"
+            ? await concurrentTierdScan(data, proxy, `scan16-${r}`)
+            : await concurrentDirectScan(data, proxy);
+          runs[kind].push(run);
+          progress(
+            "read_scan",
+            `+${DELAY_MS} ms, ${n} at once, ${
+              kind === "plain" ? `${n} plain clients through tierd` : `${n} direct GET streams`
+            }: ${run.mbps} MB/s aggregate (${run.requests} requests, ${run.seconds} s; per ` +
+              `client ${run.clientMbps.min}–${run.clientMbps.max} MB/s${
+                kind === "plain"
+                  ? `; ${run.storeGets} store GETs, ${run.answers503} 503s, ${run.cpuSeconds} ` +
+                    `CPU s, ${run.collections} collections`
+                  : ""
+              })`,
+          );
+        }
+      }
+    } finally {
+      await proxy.stop();
+    }
+    const med = (kind: "plain" | "direct") => median(runs[kind].map((s) => s.mbps));
+    const ratio = med("plain") / med("direct");
+    const list = (kind: "plain" | "direct", f: (s: ConcurrentScan) => unknown) =>
+      runs[kind].map(f).join(", ");
+    recordResult("cold_scan_ratio_vs_direct_get_16x", round(ratio, 3), "≥ 0.5", {
+      method: `tierd: the compiled binary (\`tierd run\`), one fresh server and empty cache ` +
+        `directory per run, over one Iggy 0.9 topic of ${n} partitions, each of ` +
+        `${SCAN16_LAYOUT.sealedPerPartition} sealed ${SCAN16_LAYOUT.segmentSize / MiB} MiB ` +
+        `segments whose ${SCAN16_EVICTED_PER_PARTITION} oldest were copied to ` +
+        `${data.store.describe} and evicted by the agent (local_retention_size ` +
+        `${SCAN16_LOCAL_RETENTION}; ${evicted.length} segments, ` +
+        `${(evictedBytes / MiB).toFixed(0)} MiB evicted in all). ${n} plain clients, one per ` +
+        `partition, all started together: each reads its partition from offset 0 to its first ` +
+        `local offset with consecutive \`max_bytes=${MAX_BYTES}\` requests, each at the ` +
+        `previous answer's x-tierd-next-offset, no \`x-tierd-reader\` header (tierd's adaptive ` +
+        `readahead by continuity, as in cold_scan_ratio_vs_direct_get); a 503 is retried after ` +
+        `its Retry-After and counted, any other answer but 200 fails the run. The peer is the ` +
+        `store itself: ${n} parallel streams, each fetching its partition's evicted .log ` +
+        `objects whole, in offset order, one at a time, through the same endpoint tierd reads ` +
+        `from (a presigned URL, Deno fetch, the body consumed as a stream and its length ` +
+        `checked). Both are timed from the first request to the last body byte of the last ` +
+        `client; aggregate MB/s = all bytes ÷ those seconds. ${rounds} ` +
+        `run${rounds === 1 ? "" : "s"} of each, order ` +
+        `alternated each round; value = median aggregate MB/s through tierd ÷ median aggregate ` +
+        `MB/s of the direct GETs. The store is MinIO behind the delay proxy ` +
+        `(bench/read_proxy.ts, its own process) that holds each request ${DELAY_MS} ms before ` +
+        `forwarding it, as for cold_scan_ratio_vs_direct_get. The clients, the proxy, MinIO ` +
+        `and tierd share the machine's ${navigator.hardwareConcurrency} cores.`,
+      settings: {
+        chunk_size: "8 MiB (default)",
+        readahead_max: "4 (default)",
+        max_bytes: MAX_BYTES,
+        clients: n,
+        partitions: n,
+        rounds,
+        added_latency_ms: DELAY_MS,
+      },
+      peers: {
+        direct_get: `${n} parallel streams, each a presigned GET of each whole evicted .log ` +
+          "of its partition in turn (X-Amz-Expires 3600), Deno fetch, body streamed and " +
+          "counted, same process and connection pool as the API clients",
+        store: data.store.describe,
+      },
+      notes: `+${DELAY_MS} ms per store request, ${n} at once: ${n} plain clients through ` +
+        `tierd ${med("plain")} MB/s aggregate vs ${n} parallel direct streamed GETs of the ` +
+        `same objects ${med("direct")} MB/s (medians). Per run: tierd ` +
+        `${list("plain", (s) => s.mbps)} MB/s (${list("plain", (s) => s.seconds)} s; agent ` +
+        `CPU ${list("plain", (s) => s.cpuSeconds)} s; store GETs ` +
+        `${list("plain", (s) => s.storeGets)}; 503s ${list("plain", (s) => s.answers503)}), ` +
+        `direct ${list("direct", (s) => s.mbps)} MB/s (${list("direct", (s) => s.seconds)} s).`,
+      tierd_aggregate_mbps: summary(runs.plain.map((s) => s.mbps), 1),
+      direct_aggregate_mbps: summary(runs.direct.map((s) => s.mbps), 1),
+      evicted_bytes: evictedBytes,
+      tiering_seconds: round(data.tieringSeconds, 1),
+      runs: [...runs.plain, ...runs.direct],
+    });
+    progress(
+      "read_scan",
+      `${n} at once: tierd ${med("plain")} MB/s ÷ direct ${med("direct")} MB/s = ` +
+        `${ratio.toFixed(2)} (+${DELAY_MS} ms)`,
+    );
+  } finally {
+    await data.close();
+  }
+}
+
+/**
+ * Runs the benchmark and records its figures: the single-client scans of one partition, then
+ * the 16 concurrent clients on 16 partitions. @returns the headline readahead ratio
+ */
 export async function runReadScanBench(options: ReadScanBenchOptions = {}): Promise<number> {
   const rounds = options.rounds ?? 2;
+  const headline = await runSingleScans(rounds);
+  await runConcurrentScans(rounds);
+  return headline;
+}
+
+/** The single-client scans of one partition. @returns the headline readahead ratio */
+async function runSingleScans(rounds: number): Promise<number> {
   const data = await prepareReadData("read_scan");
   try {
     const evicted = data.segments.filter((s) => s.evicted);
