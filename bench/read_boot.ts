@@ -10,7 +10,7 @@
 // The in-process replay alone (TierWorker.open of every partition, in this Deno process)
 // is in the details.
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { concatBytes } from "../providers/bytes.ts";
 import { freePort } from "../test/fixtures/_server.ts";
 import { SimStore } from "../providers/sim/store.ts";
@@ -148,7 +148,9 @@ function configText(tree: StateTree, store: BenchStore, port: number): string {
     `region = ${JSON.stringify(store.region)}`,
     `endpoint = ${JSON.stringify(store.endpoint)}`,
     'url_style = "path"',
-    'prefix = "bench-boot"',
+    // A key space per state tree: the bucket has one owner per key space, and the full and the
+    // empty tree are two agents (two state dirs), so one would refuse to boot in the other's.
+    `prefix = "bench-boot-${basename(tree.root)}"`,
     "",
     "[tiered_storage.cache]",
     `path = ${JSON.stringify(join(tree.root, "cache"))}`,
