@@ -1,11 +1,12 @@
 // A `fetch` that gives up on a store that stops answering: the answer's first byte (its status
 // and headers) must come within `firstByteMs` of the request, and each piece of its body within
 // `stallMs` of the one before. A large body that keeps flowing may take as long as it needs;
-// only silence is cut. `openStore` wraps the stores' fetch with it (`fetch_timeout` for both),
-// so every request of the read path and of the worker has these deadlines besides the
-// transport's whole-request timeout (providers/http.ts).
+// only silence is cut; a caller that reads the body itself (sendHttp, through `WATCHES_BODY`)
+// gets it unwrapped and keeps the stall deadline while it reads. `openStore` wraps the stores'
+// fetch with it (`fetch_timeout` for both), so every request of the read path and of the worker
+// has these deadlines besides the transport's whole-request timeout (providers/http.ts).
 import { type Clock, systemClock } from "./clock.ts";
-import type { FetchFn } from "./http.ts";
+import { BODY_WATCH, type BodyWatch, type FetchFn, WATCHES_BODY } from "./http.ts";
 
 /** The deadlines of {@link deadlineFetch}, in milliseconds. */
 export interface ResponseDeadlines {
@@ -78,6 +79,21 @@ export function deadlineFetch(fetchFn: FetchFn, deadlines: ResponseDeadlines): F
     }
     if (!response.body || NULL_BODY.has(response.status)) {
       release();
+      return response;
+    }
+    if ((init as { [WATCHES_BODY]?: boolean })[WATCHES_BODY]) {
+      // The caller reads the body and keeps the stall deadline itself (sendHttp): the body goes
+      // to it as the runtime made it.
+      const watch: BodyWatch = {
+        stallMs: deadlines.stallMs,
+        clock,
+        expire: () => {
+          expire(`no byte of the body for ${deadlines.stallMs} ms`);
+          return controller.signal.reason;
+        },
+        done: release,
+      };
+      Object.defineProperty(response, BODY_WATCH, { value: watch });
       return response;
     }
     const reader = response.body.getReader();

@@ -121,3 +121,47 @@ Deno.test("deadlineFetch through sendHttp: a silent store is a retryable Transpo
     return true;
   });
 });
+
+Deno.test("deadlineFetch through sendHttp: the body's stall deadline is kept while sendHttp reads it", async () => {
+  for (const framed of [true, false]) {
+    const clock = new FakeClock();
+    const withLength = (r: Response) => {
+      if (framed) r.headers.set("content-length", "10");
+      return r;
+    };
+    // Ten pieces 400 ms apart: 4 s in all, never silent for 500 ms — read whole.
+    const flowing = deadlineFetch(
+      () => Promise.resolve(withLength(trickle(clock, 10, 400, true))),
+      { ...DEADLINES, clock },
+    );
+    const ok = await clock.runUntil(
+      sendHttp(flowing, { method: "GET", url: "http://store/k", headers: {} }, {
+        op: "get",
+        key: "k",
+        clock,
+      }),
+    );
+    assert.deepEqual([...ok.body], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+
+    // Three pieces, then silence: cut stallMs after the last piece, the request aborted.
+    const signals: AbortSignal[] = [];
+    const stalling = deadlineFetch((_url, init) => {
+      signals.push(init.signal!);
+      return Promise.resolve(withLength(trickle(clock, 3, 100, false)));
+    }, { ...DEADLINES, clock });
+    const started = clock.now();
+    const pending = sendHttp(stalling, { method: "GET", url: "http://store/k", headers: {} }, {
+      op: "get",
+      key: "k",
+      clock,
+    });
+    await assert.rejects(clock.runUntil(pending), (err: unknown) => {
+      assert.ok(err instanceof StoreError && err.kind === "Transport", String(err));
+      assert.match(err.message, /the store went silent: no byte of the body for 500 ms/);
+      assert.ok(isRetryable(err));
+      return true;
+    });
+    assert.equal(clock.now() - started, 300 + DEADLINES.stallMs, `framed ${framed}`);
+    assert.equal(signals[0].aborted, true, "the request is aborted, its connection freed");
+  }
+});
