@@ -570,7 +570,11 @@ export class ChunkCache implements RangeReader {
       this.#firstFetches.add(bytes);
       bytes.finally(() => this.#firstFetches.delete(bytes));
     }
-    this.#startFlight(flight);
+    // First byte first: the chunk's fetch waits for the exact-range one to land, so the read's
+    // answer does not share the store, the link and the CPU with the chunk behind it (beside it,
+    // a 64 KiB first fetch from loopback MinIO took 12–16 ms instead of 2–3). Reads that come
+    // meanwhile join the flight (the preview answers those it covers).
+    this.#startFlight(flight, own);
     if (own && first) {
       try {
         const bytes = await own;
@@ -636,12 +640,14 @@ export class ChunkCache implements RangeReader {
     return { chunk, read, tier, heat, bytes: settled, done: settled };
   }
 
-  #startFlight(flight: Flight): void {
+  /** Registers `flight` and runs its fetch — once `after` (a first fetch) settles, if given. */
+  #startFlight(flight: Flight, after?: Promise<unknown>): void {
     this.#flights.set(flight.chunk.name, flight);
     const fetched = Promise.withResolvers<Uint8Array>();
     flight.bytes = fetched.promise;
     flight.bytes.catch(() => {});
-    flight.done = this.#runFlight(flight, fetched.resolve).then(fetched.resolve, fetched.reject);
+    const run = () => this.#runFlight(flight, fetched.resolve);
+    flight.done = (after ? after.then(run, run) : run()).then(fetched.resolve, fetched.reject);
   }
 
   /**
