@@ -151,23 +151,33 @@ export async function loadCatalog(
   };
 }
 
-function mergeEntries(
-  ctx: ReadContext,
-  id: PartitionId,
-  local: SegmentFiles[],
-  state: PartitionState | undefined,
-): CatalogEntry[] {
-  const segments = new Map<bigint, CatalogSegment>();
-  local.forEach((files, i) => {
-    segments.set(files.start, {
-      kind: "segment",
-      start: files.start,
-      local: files,
-      active: i === local.length - 1,
-    });
-  });
+/**
+ * What a journal state contributes to a catalog: its remote copies as entries sorted by start
+ * (each ending where its copy ends, so it needs nothing from its neighbours), and the ranges it
+ * lost. Built once per state object — a published state is never changed, the agent publishes a
+ * new one — and shared by every catalog of that state, so a read of a partition with thousands of
+ * copies costs its few local segments, not a pass over every copy (1.7 ms a read at 1,000
+ * copies, 18 ms at 10,000, before). Nothing reads an entry to change it.
+ */
+interface RemoteView {
+  segments: readonly CatalogSegment[];
+  /** Starts of `segments`, for the merge. */
+  starts: ReadonlySet<bigint>;
+  /** LOST_BEFORE_UPLOAD and HOLE records, in start order. */
+  lost: readonly SegmentRecord[];
+}
+
+/** Views by state, then by the key space they were built for (`{prefix}\0{cluster_id}`). */
+const remoteViews = new WeakMap<PartitionState, Map<string, RemoteView>>();
+
+function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): RemoteView {
+  const space = `${ctx.prefix}\0${ctx.config.agent.cluster_id}`;
+  let byKeySpace = remoteViews.get(state);
+  const kept = byKeySpace?.get(space);
+  if (kept) return kept;
+  const segments: CatalogSegment[] = [];
   const lost: SegmentRecord[] = [];
-  if (state?.incarnation !== undefined) {
+  if (state.incarnation !== undefined) {
     const loc = {
       ...id,
       prefix: ctx.prefix,
@@ -184,31 +194,94 @@ function mergeEntries(
       const position = { partition, base };
       base += r.meta?.size ?? 0;
       if (r.state !== "COPY_SEGMENT_FINISHED" || !r.meta) continue;
-      const remote = { keys: segmentKeys(loc, r.start), meta: r.meta, position };
-      const s = segments.get(r.start);
-      if (s) s.remote = remote;
-      else segments.set(r.start, { kind: "segment", start: r.start, active: false, remote });
+      segments.push({
+        kind: "segment",
+        start: r.start,
+        end: r.meta.endOffset,
+        active: false,
+        remote: { keys: segmentKeys(loc, r.start), meta: r.meta, position },
+      });
     }
   }
-  const sorted = [...segments.values()].sort(byStart);
-  sorted.forEach((s, i) => {
-    s.end = s.remote?.meta.endOffset ??
-      (i + 1 < sorted.length ? sorted[i + 1].start - 1n : undefined);
-  });
-  const entries: CatalogEntry[] = [...sorted];
-  for (const r of lost) {
-    if (segments.has(r.start)) continue; // the segment reappeared; its bytes win
-    const next = sorted.find((s) => s.start > r.start);
-    // A hole whose end nothing recorded still holds at least its first offset.
-    const end = r.lostEndOffset ??
-      (next ? next.start - 1n : r.state === "HOLE" ? r.start : undefined);
-    if (end === undefined || end < r.start) continue;
-    const why = r.state === "HOLE"
-      ? `a hole in the bucket: ${r.holeReason ?? "no usable copy"}`
-      : "deleted by the broker before it was copied";
-    entries.push({ kind: "gap", start: r.start, end, why });
+  const view = { segments, starts: new Set(segments.map((s) => s.start)), lost };
+  if (!byKeySpace) remoteViews.set(state, byKeySpace = new Map());
+  byKeySpace.set(space, view);
+  return view;
+}
+
+/**
+ * The catalog's entries: the broker's local segments and the state's remote copies merged by
+ * start, then the gaps the state records that no segment covers, in offset order.
+ */
+export function mergeEntries(
+  ctx: ReadContext,
+  id: PartitionId,
+  local: SegmentFiles[],
+  state: PartitionState | undefined,
+): CatalogEntry[] {
+  const view = state ? remoteView(ctx, id, state) : undefined;
+  const remote = view?.segments ?? [];
+  const locals = [...local].sort(byStart);
+  // Copies below the first local segment are taken as they are; from there on, the local
+  // segments and the copies are merged (one entry per start, its files and its copy).
+  const split = locals.length === 0 ? remote.length : firstAtOrAfter(remote, locals[0].start);
+  const tail: CatalogSegment[] = [];
+  const lastLocal = locals.at(-1);
+  let r = split;
+  for (const files of locals) {
+    while (r < remote.length && remote[r].start < files.start) tail.push(remote[r++]);
+    const copy = r < remote.length && remote[r].start === files.start ? remote[r++] : undefined;
+    tail.push({
+      kind: "segment",
+      start: files.start,
+      local: files,
+      active: files === lastLocal,
+      ...(copy && { remote: copy.remote, end: copy.end }),
+    });
   }
-  return entries.sort(byStart);
+  while (r < remote.length) tail.push(remote[r++]);
+  // A local segment without a copy ends where the next segment starts (the last: open).
+  tail.forEach((s, i) => {
+    if (s.remote || s.end !== undefined) return;
+    if (i + 1 < tail.length) s.end = tail[i + 1].start - 1n;
+  });
+  const sorted: CatalogSegment[] = split === 0 ? tail : [...remote.slice(0, split), ...tail];
+  if (!view || view.lost.length === 0) return sorted;
+  const present = (start: bigint) =>
+    view.starts.has(start) || locals.some((f) => f.start === start);
+  const gaps: CatalogGap[] = [];
+  for (const rec of view.lost) {
+    if (present(rec.start)) continue; // the segment reappeared; its bytes win
+    const at = firstAfter(sorted, rec.start);
+    const next = at < sorted.length ? sorted[at] : undefined;
+    // A hole whose end nothing recorded still holds at least its first offset.
+    const end = rec.lostEndOffset ??
+      (next ? next.start - 1n : rec.state === "HOLE" ? rec.start : undefined);
+    if (end === undefined || end < rec.start) continue;
+    const why = rec.state === "HOLE"
+      ? `a hole in the bucket: ${rec.holeReason ?? "no usable copy"}`
+      : "deleted by the broker before it was copied";
+    gaps.push({ kind: "gap", start: rec.start, end, why });
+  }
+  return gaps.length === 0 ? sorted : [...sorted, ...gaps].sort(byStart);
+}
+
+/** The index of the first entry of `sorted` starting at or after `start`. */
+function firstAtOrAfter(sorted: readonly { start: bigint }[], start: bigint): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid].start < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The index of the first entry of `sorted` starting after `start`. */
+function firstAfter(sorted: readonly { start: bigint }[], start: bigint): number {
+  const i = firstAtOrAfter(sorted, start);
+  return i < sorted.length && sorted[i].start === start ? i + 1 : i;
 }
 
 function byStart(a: { start: bigint }, b: { start: bigint }): number {
