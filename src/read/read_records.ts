@@ -421,8 +421,15 @@ class RecordWalk {
     if (offset < entries[0].start) {
       throw new OffsetBelowRetention(label, offset, entries[0].start);
     }
-    let i = entries.length - 1;
-    while (entries[i].start > offset) i--;
+    // The last entry starting at or before the offset (a partition may have thousands).
+    let lo = 0;
+    let hi = entries.length;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >>> 1;
+      if (entries[mid].start <= offset) lo = mid;
+      else hi = mid;
+    }
+    const i = lo;
     const e = entries[i];
     if (e.kind === "gap") {
       if (offset <= e.end) {
