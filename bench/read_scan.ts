@@ -573,8 +573,9 @@ async function runConcurrentScans(rounds: number): Promise<void> {
     } finally {
       await proxy.stop();
     }
-    const med = (kind: "plain" | "direct") => median(runs[kind].map((s) => s.mbps));
-    const ratio = med("plain") / med("direct");
+    const rawMedian = (kind: "plain" | "direct") => median(runs[kind].map((s) => s.mbps));
+    const med = (kind: "plain" | "direct") => round(rawMedian(kind), 1);
+    const ratio = rawMedian("plain") / rawMedian("direct");
     const list = (kind: "plain" | "direct", f: (s: ConcurrentScan) => unknown) =>
       runs[kind].map(f).join(", ");
     recordResult("cold_scan_ratio_vs_direct_get_16x", round(ratio, 3), "≥ 0.5", {
@@ -700,7 +701,7 @@ async function runSingleScans(rounds: number): Promise<number> {
     const diagnosis = await diagnose(data, join(data.runDir, "tierd-scan-0-on-0.toml"));
     progress("read_scan", JSON.stringify(diagnosis));
     const mbps = (delayMs: number, kind: ScanKind) =>
-      median(byDelay[delayMs][kind].map((s) => s.mbps));
+      round(median(byDelay[delayMs][kind].map((s) => s.mbps)), 2);
     const readahead = (delayMs: number) => mbps(delayMs, "plain") / mbps(delayMs, "off");
     const vsDirect = (delayMs: number) => mbps(delayMs, "plain") / mbps(delayMs, "direct");
     const describe = (delayMs: number) => ({
