@@ -6,7 +6,7 @@
 // fixes it; a store that ignores the conditional create is a warning.
 import { errorText } from "./http.ts";
 import { CredentialError, type CredentialReport } from "./credentials/types.ts";
-import { type ObjectStore, StoreError } from "./types.ts";
+import { isRetryable, type ObjectStore, StoreError } from "./types.ts";
 import { S3ErrorInfo } from "./s3/responses.ts";
 import { S3Store } from "./s3/store.ts";
 
@@ -16,7 +16,13 @@ import { S3Store } from "./s3/store.ts";
  */
 export type ProbeResult =
   | { ok: true; warnings?: string[] }
-  | { ok: false; reason: string; stage: "list" | "writes" };
+  | {
+    ok: false;
+    reason: string;
+    stage: "list" | "writes";
+    /** The store did not answer or was unavailable (an outage, not a setting to fix). */
+    retryable: boolean;
+  };
 
 /** A step of the write check failed. */
 class WriteStepError extends Error {
@@ -144,7 +150,12 @@ export async function probeStore(
     else await store.list(prefix, { maxKeys: 1, signal });
   } catch (err) {
     if (signal?.aborted) throw err;
-    return { ok: false, reason: probeReason(store, err), stage: "list" };
+    return {
+      ok: false,
+      reason: probeReason(store, err),
+      stage: "list",
+      retryable: isRetryable(err),
+    };
   }
   // The fs store's writes are the local disk's (and would create a mistyped root).
   if (!options.writes || store.kind === "fs") return { ok: true };
@@ -171,6 +182,7 @@ export async function probeStore(
     return {
       ok: false,
       stage: "writes",
+      retryable: isRetryable(step ? step.cause : err),
       reason: step
         ? `${step.step} on a probe key failed: ${probeReason(store, step.cause)}; check ${step.fix}`
         : probeReason(store, err),

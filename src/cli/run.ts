@@ -3,7 +3,7 @@
 // status page) and repeats passes, woken by a filesystem watch of the partitions it tiers
 // (`partition_watch.ts`) and a periodic scan that backs off while idle, until SIGTERM or SIGINT.
 import { type Clock, systemClock } from "../../providers/clock.ts";
-import { probeStore } from "../../providers/probe.ts";
+import { type ProbeResult, probeStore } from "../../providers/probe.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
 import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
@@ -49,6 +49,7 @@ import { systemdNotifier } from "../runtime/systemd.ts";
 import { type CommandContext, loadContext, storeFor } from "./context.ts";
 import { inventory } from "./inventory.ts";
 import { PartitionWatch } from "./partition_watch.ts";
+import { type FailedProbe, isOutage, waitForStore } from "./store_wait.ts";
 import { Progress } from "./progress.ts";
 
 const MIN_IDLE_MS = 100;
@@ -63,7 +64,9 @@ export const runCommand: Command = {
       "agent.listen until SIGTERM or SIGINT. Refuses to start (exit 2) when agent.data_dir does\n" +
       "not exist or holds no streams/, and when another agent owns the key space\n" +
       "{prefix}/{cluster_id}/ (the line names it, its host and when it last wrote). Stops\n" +
-      "(exit 2) when another agent takes the key space over. With --once, progress goes to\n" +
+      "(exit 2) when another agent takes the key space over. A store it cannot reach at start\n" +
+      "is waited for (/healthz answers, /readyz says why); one that refuses is exit 1.\n" +
+      "With --once (which never waits), progress goes to\n" +
       "stderr: one rewritten line on a terminal, else one line per copied segment.",
     flags: {
       config: CONFIG_FLAG,
@@ -106,12 +109,21 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   );
   try {
     // What the agent will do, tried on a probe key first: a refusal is named now. A store
-    // that cannot be listed stops the start; one that refuses writes leaves reads working, and
+    // that refuses to be listed stops the start; one that does not answer is waited for
+    // (store_wait.ts), except by `--once`; one that refuses writes leaves reads working, and
     // the copies fail (and show) until it is fixed.
-    const probe = await probeStore(opened.store, opened.prefix, {
-      writes: true,
-      space: probeSpace(config.agent.state_dir),
-    });
+    const probeOnce = (signal?: AbortSignal) =>
+      probeStore(opened.store, opened.prefix, {
+        writes: true,
+        space: probeSpace(config.agent.state_dir),
+        signal,
+      });
+    let probe = await probeOnce();
+    if (isOutage(probe) && !values.once) {
+      const waited = await waitOutOutage(ctx, probe, probeOnce, { registry, metrics, opened });
+      if (!waited) return 0; // SIGTERM while waiting
+      probe = waited;
+    }
     if (!probe.ok && probe.stage === "list") {
       console.error(ctx.scrub(`tierd: probe failed: ${opened.describe}: ${probe.reason}`));
       return 1;
@@ -173,6 +185,95 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
     await opened.store.close?.();
   }
 }
+
+/**
+ * Waits for a store that did not answer the start's probe, answering `/healthz`, `/readyz` and
+ * `/metrics` on the agent's listeners meanwhile; SIGTERM or SIGINT stops the wait.
+ * @returns the probe that ended the wait; undefined when a signal stopped it
+ */
+async function waitOutOutage(
+  ctx: CommandContext,
+  failed: FailedProbe,
+  probe: (signal?: AbortSignal) => Promise<ProbeResult>,
+  o: {
+    registry: Registry;
+    metrics: ReturnType<typeof createTierdMetrics>;
+    opened: { prefix: string; describe: string; store: ObjectStore };
+  },
+): Promise<ProbeResult | undefined> {
+  const { config, logger } = ctx;
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  const read = createReadContext({
+    config,
+    store: o.opened.store,
+    prefix: o.opened.prefix,
+    logger,
+  });
+  const serveWhileWaiting = async (waitingFor: () => string) => {
+    const app = createOpsApp({
+      read,
+      registry: o.registry,
+      metrics: o.metrics,
+      ready: () => false,
+      waitingFor,
+      logger,
+    });
+    // The probes and metrics answer; the rest of the API says what it waits for.
+    const handler = {
+      fetch: (req: Request) =>
+        OPS_PATHS.has(new URL(req.url).pathname) ? app.fetch(req) : Response.json(
+          { error: "not_ready", message: `not ready: ${waitingFor()}` },
+          { status: 503, headers: { "retry-after": "5" } },
+        ),
+    };
+    const listeners = [config.agent.listen, config.agent.ops_listen].filter((l) => l !== "");
+    const servers: RunningServer[] = [];
+    try {
+      for (const [i, listen] of listeners.entries()) {
+        servers.push(
+          await serve(handler, {
+            ...listenOptions(listen),
+            headerTimeoutMs: config.agent.http_header_timeout,
+            idleTimeoutMs: config.agent.http_idle_timeout,
+            clock: systemClock,
+            logger,
+            // The API's listener keeps its TLS; the ops listener has none.
+            tls: i === 0 ? listenerTls(config) : undefined,
+          }),
+        );
+      }
+    } catch (err) {
+      await Promise.all(servers.map((s) => s.close()));
+      throw err;
+    }
+    return async () => {
+      await Promise.all(servers.map((s) => s.close()));
+    };
+  };
+  try {
+    return await waitForStore({
+      failed,
+      probe,
+      serve: serveWhileWaiting,
+      stalled: (waiting) => o.metrics.uploadStalled.set(undefined, waiting ? 1 : 0),
+      describe: o.opened.describe,
+      logger,
+      clock: systemClock,
+      signal: stop.signal,
+      maxPauseMs: Math.max(config.tiered_storage.upload_loop_backoff_max, 1000),
+      notifier: await systemdNotifier(logger),
+    });
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+}
+
+/** What answers while the agent waits for its store. */
+const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
 async function runOnce(
   ctx: CommandContext,

@@ -333,7 +333,10 @@ function addOpsRoutes(app: Hono, o: OpsOptions, logger: Logger): void {
       throw new ApiError(
         503,
         "not_ready",
-        "not ready: the store probe has not passed or journals are still being replayed",
+        `not ready: ${
+          o.waitingFor?.() ??
+            "the store probe has not passed or journals are still being replayed"
+        }`,
         { "retry-after": "1" },
       );
     }
@@ -353,7 +356,10 @@ function addOpsRoutes(app: Hono, o: OpsOptions, logger: Logger): void {
 }
 
 /** What the ops listener serves from. */
-export type OpsOptions = Pick<AppOptions, "read" | "registry" | "metrics" | "ready">;
+export type OpsOptions = Pick<AppOptions, "read" | "registry" | "metrics" | "ready"> & {
+  /** What the agent waits for while it is not ready, for `/readyz` to say. */
+  waitingFor?: () => string | undefined;
+};
 
 /**
  * The ops listener (`agent.ops_listen`): probes and metrics only, so that the kubelet and
