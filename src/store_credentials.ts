@@ -55,6 +55,11 @@ export async function s3Credentials(
     profile: s3.profile,
     sts: { endpoint: stsEndpoint, region },
     imdsEndpoint: s3.imds_endpoint,
+    noImdsInAuto: endpointIsAws || s3.imds_endpoint !== "" ||
+        env("AWS_EC2_METADATA_SERVICE_ENDPOINT") !== undefined
+      ? undefined
+      : `the endpoint ${s3.endpoint} is not AWS: the instance metadata service is not asked ` +
+        '(name it with imds_endpoint, or set credentials_source = "imds")',
     webIdentityTokenFile: s3.web_identity_token_file,
     webIdentityRoleArn: s3.web_identity_role_arn,
     assumeRoleArn: s3.assume_role_arn,

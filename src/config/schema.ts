@@ -262,8 +262,9 @@ export interface S3Config {
   session_token: string;
   /**
    * Where credentials come from. `auto` walks: the keys above, the environment, the shared
-   * files' profile, web identity, container credentials, EC2 IMDSv2. `static`: the keys above;
-   * `none`: unsigned requests (no Authorization header). @default "auto"
+   * files' profile, web identity, container credentials, EC2 IMDSv2 (asked only when the
+   * endpoint is AWS or `imds_endpoint` or AWS_EC2_METADATA_SERVICE_ENDPOINT names one).
+   * `static`: the keys above; `none`: unsigned requests (no Authorization header). @default "auto"
    */
   credentials_source: AwsCredentialsSource;
   /** Profile of the shared credentials/config files; `""`: AWS_PROFILE, else `default`. @default "" */

@@ -1,6 +1,7 @@
 // Builds the AWS credential supplier a config names. `auto` walks, in order: the config's own
 // keys, the environment, the shared files' profile, web identity, container credentials, then
-// EC2 IMDSv2 — the first that is configured answers. An explicit source is a chain of one;
+// EC2 IMDSv2 (not asked for a store that is not AWS, unless a metadata endpoint is named) — the
+// first that is configured answers. An explicit source is a chain of one;
 // `assume_role_arn` puts STS AssumeRole on top of whichever answered; `none` signs nothing.
 import type { Clock } from "../../clock.ts";
 import type { FetchFn } from "../../http.ts";
@@ -57,6 +58,12 @@ export interface AwsCredentialSettings {
   sts: { endpoint: string; region: string };
   /** `""`: AWS_EC2_METADATA_SERVICE_ENDPOINT, else 169.254.169.254. */
   imdsEndpoint: string;
+  /**
+   * Why `auto` must not ask the instance metadata service, if it must not: the store is not AWS
+   * (on-premises MinIO and the like), and nothing names a metadata endpoint, so a request to
+   * 169.254.169.254 would only leave the network for a cloud that is not there.
+   */
+  noImdsInAuto?: string;
   /** Overrides AWS_WEB_IDENTITY_TOKEN_FILE / AWS_ROLE_ARN when set. */
   webIdentityTokenFile: string;
   webIdentityRoleArn: string;
@@ -151,6 +158,13 @@ export function awsCredentialSupplier(
       case "container":
         return new ContainerSource(ctx);
       case "imds":
+        if (optional && settings.noImdsInAuto) {
+          const reason = settings.noImdsInAuto;
+          return {
+            name: "imds",
+            load: () => Promise.reject(new SourceSkipped(reason)),
+          };
+        }
         return new ImdsSource(ctx, { endpoint: settings.imdsEndpoint || undefined, optional });
     }
   };
