@@ -42,6 +42,12 @@ async function config({ values, positionals }: ParsedArgs): Promise<number> {
       `tiering ${ctx.config.tiered_storage.enabled ? "enabled" : "disabled"}, ` +
       `${topics} tiered topic${topics === 1 ? "" : "s"})`,
   );
+  if (!ctx.config.tiered_storage.enabled) {
+    console.error(
+      `tierd: warning: ${ctx.configPath}: tiered_storage.enabled is false (tierd run refuses to ` +
+        "start; set it to true)",
+    );
+  }
   for (const issue of await hostIssues(ctx.config)) {
     console.error(
       `tierd: warning: ${formatIssue(ctx.configPath, issue)} (tierd run refuses to start)`,

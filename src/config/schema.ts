@@ -164,9 +164,9 @@ export interface AgentConfig {
   evict_via: EvictVia;
   /** The lowest level of log line written. @default "info" */
   log_level: LogLevel;
-  /** Milliseconds a connection has to send a whole request head. @default 10 s */
+  /** How long a connection has to send a whole request head. @default 10 s */
   http_header_timeout: number;
-  /** Milliseconds a kept-alive connection may sit without a request. @default 30 s */
+  /** How long a kept-alive connection may sit without a request. @default 30 s */
   http_idle_timeout: number;
   /** Open HTTP connections at most; 0 = from the open-file limit (at most 1024). @default 0 */
   http_max_connections: number;
@@ -279,7 +279,7 @@ export interface S3Config {
   assume_role_session_name: string;
   /** The role's external id, if its trust policy asks for one. @default "" */
   assume_role_external_id: string;
-  /** Milliseconds asked of STS for temporary credentials; 15 min to 12 h. @default 1 h */
+  /** The lifetime asked of STS for temporary credentials; 15 min to 12 h. @default 1 h */
   credentials_duration: number;
   /**
    * STS endpoint; `""`: the S3 endpoint when it is not AWS (MinIO), else STS in the region.

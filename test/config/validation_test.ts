@@ -478,6 +478,20 @@ Deno.test("CLI: config check exits 2 naming key and value; run refuses a missing
     assert.equal(warned.code, 0, "the file is fine");
     assert.match(warned.stdout, /: ok \(/);
     assert.match(warned.stderr, /warning: agent\.data_dir = ".*broker": .*does not exist.*refuses/);
+    assert.doesNotMatch(warned.stderr, /tiered_storage\.enabled/);
+    // A file that leaves tiering off is valid, but run refuses it: check says so.
+    const off = join(tmp.path, "off.toml");
+    await writeFile(
+      off,
+      testConfigText({ dir: tmp.path }).replace("enabled = true", "enabled = false"),
+    );
+    const offCheck = await cli(["config", "check", "--config", off]);
+    assert.equal(offCheck.code, 0);
+    assert.match(offCheck.stdout, /tiering disabled/);
+    assert.match(
+      offCheck.stderr,
+      /warning: .*tiered_storage\.enabled is false \(tierd run refuses/,
+    );
 
     for (const args of [["run", "--once"], ["run"]]) {
       const run = await cliProcess([...args, "--config", config]);
