@@ -7,6 +7,8 @@ import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { describeChecksumWay } from "../../providers/s3/checksum_way.ts";
 import { S3Store } from "../../providers/s3/store.ts";
 import { probeSpace } from "../layout/probe_space.ts";
+import { access, constants, stat } from "node:fs/promises";
+import { dirname } from "node:path";
 import { type Command, CONFIG_FLAG, type ParsedArgs } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
 
@@ -28,6 +30,19 @@ export const probeCommand: Command = {
 
 async function probe({ values }: ParsedArgs): Promise<number> {
   const ctx = await loadContext(values.config);
+  if (ctx.config.tiered_storage.backend === "fs") {
+    // Opening an fs store creates its directory: a mistyped path must be said, not made.
+    const absent = await fsStoreAbsent(ctx.config.tiered_storage.fs.path);
+    if (absent) {
+      const line = `fs store at ${ctx.config.tiered_storage.fs.path}: ${absent.text}`;
+      if (!absent.ok) {
+        console.error(`tierd: probe failed: ${line}`);
+        return 1;
+      }
+      console.log(`probe ok: ${line}`);
+      return 0;
+    }
+  }
   const opened = await storeFor(ctx);
   const { store, prefix, describe } = opened;
   const credentialLines = () => {
@@ -64,4 +79,29 @@ async function probe({ values }: ParsedArgs): Promise<number> {
   } finally {
     await store.close?.();
   }
+}
+
+/**
+ * What is wrong with an fs store's directory before anything opens it, if anything: it does not
+ * exist yet (fine when the closest directory that does is writable: `tierd run` creates it), or
+ * it is not a directory.
+ */
+async function fsStoreAbsent(path: string): Promise<{ ok: boolean; text: string } | undefined> {
+  const found = await stat(path).catch(() => undefined);
+  if (found?.isDirectory()) return undefined;
+  if (found) return { ok: false, text: "it is not a directory" };
+  let parent = dirname(path);
+  while (
+    !(await stat(parent).catch(() => undefined))?.isDirectory() && parent !== dirname(parent)
+  ) {
+    parent = dirname(parent);
+  }
+  const writable = await access(parent, constants.W_OK).then(() => true, () => false);
+  return writable
+    ? {
+      ok: true,
+      text: `does not exist yet: tierd run creates it under ${parent} (check the path if it ` +
+        "should exist already)",
+    }
+    : { ok: false, text: `does not exist, and ${parent} is not writable to create it` };
 }
