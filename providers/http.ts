@@ -271,13 +271,23 @@ export function isOk(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
+/** Bun's advice to its developers, appended to some fetch errors; nothing an operator can do. */
+const RUNTIME_HINT =
+  /\s*For more information, pass `verbose: true` in the second argument to fetch\(\)\.?/g;
+
+/** `text` without the runtime's advice to its developers (see {@link errorText}). */
+export function withoutRuntimeHint(text: string): string {
+  return text.replace(RUNTIME_HINT, "");
+}
+
 /** A one-line description of a thrown value, following `cause` chains (fetch nests the OS error). */
 export function errorText(err: unknown): string {
   const parts: string[] = [];
   let current: unknown = err;
   for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
     if (current instanceof Error) {
-      if (current.message && !parts.includes(current.message)) parts.push(current.message);
+      const message = withoutRuntimeHint(current.message);
+      if (message && !parts.includes(message)) parts.push(message);
       current = current.cause;
     } else {
       parts.push(String(current));

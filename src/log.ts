@@ -4,6 +4,7 @@
 // and only for secrets long enough to be distinctive (`scrub.ts`). The rest of a line (object
 // keys, the prefix, paths) is written as it is, so a short password never blots it out.
 
+import { withoutRuntimeHint } from "../providers/http.ts";
 import { type Clock, systemClock } from "../providers/clock.ts";
 import { foreignTextScrubber, type Scrub, scrubDeep } from "./scrub.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -43,7 +44,7 @@ function jsonValue(scrub: Scrub): (key: string, value: unknown) => unknown {
       const detail = (value as { detail?: unknown }).detail;
       return {
         name: value.name,
-        message: scrub(value.message),
+        message: scrub(withoutRuntimeHint(value.message)),
         ...(detail ? { detail: scrubDeep(detail, scrub) } : {}),
       };
     }

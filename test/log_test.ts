@@ -56,3 +56,17 @@ Deno.test("scrub: only secrets of at least MIN_SCRUB_LENGTH characters are scrub
     { a: ["x ***", 3, null], b: { c: "***" } },
   );
 });
+
+Deno.test("log: an error's message goes out without the runtime's advice to its developers", () => {
+  const { log, lines } = logger([]);
+  log.error("store failed", {
+    err: new TypeError(
+      "ECONNRESET: The socket connection was closed unexpectedly. For more information, pass " +
+        "`verbose: true` in the second argument to fetch()",
+    ),
+  });
+  assert.equal(
+    JSON.parse(lines[0]).err.message,
+    "ECONNRESET: The socket connection was closed unexpectedly.",
+  );
+});

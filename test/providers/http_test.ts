@@ -3,7 +3,7 @@
 // Content-Length is a Transport error, never bytes handed on as if whole.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { sendHttp } from "../../providers/http.ts";
+import { errorText, sendHttp } from "../../providers/http.ts";
 import { StoreError } from "../../providers/types.ts";
 
 /** A response whose body arrives as `pieces`, with the given headers. */
@@ -55,4 +55,16 @@ Deno.test("a body shorter or longer than its Content-Length is a Transport error
       (err) => err instanceof StoreError && err.kind === "Transport" && message.test(err.message),
     );
   }
+});
+
+Deno.test("errorText: Bun's advice to its developers is not passed on to operators", () => {
+  const reset = new TypeError(
+    "ECONNRESET: The socket connection was closed unexpectedly. For more information, pass " +
+      "`verbose: true` in the second argument to fetch()",
+  );
+  assert.equal(errorText(reset), "ECONNRESET: The socket connection was closed unexpectedly.");
+  assert.equal(
+    errorText(new Error("request failed", { cause: reset })),
+    "request failed: ECONNRESET: The socket connection was closed unexpectedly.",
+  );
 });
