@@ -5,6 +5,7 @@ import { secretValues } from "../config/redact.ts";
 import type { Config } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
 import { createLogger, type Logger, registerProcessSecrets, scrubSecrets } from "../log.ts";
+import { writeAboveProgress } from "./progress.ts";
 import { type OpenedStore, openStore } from "../store.ts";
 import type { CredentialDeps } from "../store_credentials.ts";
 
@@ -31,7 +32,12 @@ export async function loadContext(configFlag: unknown): Promise<CommandContext> 
   const fixed = secretValues(config);
   const dynamic: (() => string[])[] = [];
   const secrets = () => [...fixed, ...dynamic.flatMap((f) => f())];
-  const logger = createLogger({ level: config.agent.log_level, secrets });
+  // Log lines go above a terminal progress line, never onto it.
+  const logger = createLogger({
+    level: config.agent.log_level,
+    secrets,
+    write: writeAboveProgress,
+  });
   registerProcessSecrets(secrets);
   return {
     configPath,

@@ -1,5 +1,7 @@
 // Progress of long CLI work on stderr: N of M, bytes, rate and ETA. On a terminal one line is
-// rewritten in place; otherwise each step prints its own line, so logs stay readable.
+// rewritten in place — also while one big item is under way — and a log line written meanwhile
+// goes above it (`writeAboveProgress`), never onto it; otherwise each finished step prints its
+// own line, so logs stay readable.
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { humanSize } from "../config/units.ts";
 
@@ -22,6 +24,21 @@ export interface ProgressOptions {
   write?: (text: string) => void;
   /** What the items are, after N/M (`"segments"`). @default none */
   unit?: string;
+}
+
+/** The terminal progress line drawn last and not yet ended, for log lines to go above it. */
+let drawn: { text: string; write: (text: string) => void } | undefined;
+
+/**
+ * Writes `line` (a log line, without its line break) to stderr; on a terminal with a progress
+ * line open, the line is cleared first and drawn again below it.
+ */
+export function writeAboveProgress(line: string): void {
+  if (!drawn) {
+    process.stderr.write(line + "\n");
+    return;
+  }
+  drawn.write(`\r\x1b[K${line}\n${drawn.text}`);
 }
 
 /** Reports progress of one task (`restore 0/1/2`, `gen`, `run --once`). */
@@ -49,17 +66,24 @@ export class Progress {
     this.#started = this.#clock.monotonic();
   }
 
-  /** Reports a step; `item` names it on a plain line (`segment 00000000000000001000`). */
-  update(state: ProgressState, item?: string): void {
+  /**
+   * Reports a step; `item` names it on a plain line (`segment 00000000000000001000`). With
+   * `partial`, the bytes of an item still under way: the terminal line moves, no plain line is
+   * printed.
+   */
+  update(state: ProgressState, item?: string, options: { partial?: boolean } = {}): void {
     const now = this.#clock.monotonic();
     if (this.#tty) {
-      if (now - this.#lastDraw < 100 && state.done < state.total) return;
+      if (now - this.#lastDraw < 100 && (state.done < state.total || options.partial)) return;
       this.#lastDraw = now;
-      this.#write(`\r${this.line(state)}\x1b[K`);
+      const text = `\r${this.line(state)}\x1b[K`;
+      this.#write(text);
       this.#open = true;
-      if (state.done >= state.total) this.end();
+      drawn = { text, write: this.#write };
+      if (state.done >= state.total && !options.partial) this.end();
       return;
     }
+    if (options.partial) return;
     this.#write(`${this.line(state)}${item ? `: ${item}` : ""}\n`);
   }
 
@@ -67,6 +91,7 @@ export class Progress {
   end(): void {
     if (!this.#open) return;
     this.#open = false;
+    drawn = undefined;
     this.#write("\n");
   }
 

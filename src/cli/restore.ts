@@ -150,7 +150,7 @@ async function restoreState({ values }: ParsedArgs): Promise<number> {
     const results = await restore({
       ...options,
       lineage: held.lease.lineage(),
-      progress: (partition, done, segment) => {
+      progress: (partition, done, segment, partial) => {
         listings.end();
         let p = progress.get(partition);
         if (!p) {
@@ -164,6 +164,7 @@ async function restoreState({ values }: ParsedArgs): Promise<number> {
             bytesTotal: done.totalBytes,
           },
           `segment ${segment}`,
+          { partial },
         );
       },
     }, ids);

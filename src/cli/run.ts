@@ -355,19 +355,35 @@ async function copyProgress(
   const progress = new Progress("run --once: copy", { unit: "segments" });
   let done = 0;
   let bytes = 0;
+  /** What the copies under way have stored so far, by object key. */
+  const underWay = new Map<string, number>();
+  const state = () => {
+    let partial = 0;
+    for (const n of underWay.values()) partial += n;
+    return {
+      done,
+      total: Math.max(total, done),
+      bytesDone: bytes + partial,
+      bytesTotal: Math.max(bytesTotal, bytes + partial),
+    };
+  };
   const observer: TierObserver = {
+    // A big segment moves the line as its parts are stored, not only when it is done.
+    uploadProgress(key, stored) {
+      if (stored === undefined) {
+        underWay.delete(key);
+        return;
+      }
+      underWay.set(key, stored);
+      progress.update(state(), undefined, { partial: true });
+    },
     upload(outcome, seconds, size) {
       if (outcome !== "failed") {
         done++;
         bytes += size;
       }
       progress.update(
-        {
-          done,
-          total: Math.max(total, done),
-          bytesDone: bytes,
-          bytesTotal: Math.max(bytesTotal, bytes),
-        },
+        state(),
         outcome === "failed"
           ? `a copy failed after ${seconds.toFixed(1)} s`
           : `${outcome === "adopted" ? "adopted" : "copied"} ${humanSize(size)} in ${

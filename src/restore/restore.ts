@@ -95,11 +95,15 @@ export interface PartitionRestore {
   error?: string;
 }
 
-/** Reports each segment as it is done. */
+/**
+ * Reports each segment as it is done, and (`partial`) the bytes of one being downloaded, piece
+ * by piece, so a big segment moves the progress while it comes.
+ */
 export type RestoreProgress = (
   partition: string,
   done: { segments: number; total: number; bytes: number; totalBytes: number },
   segment: bigint,
+  partial?: boolean,
 ) => void;
 
 /** Options of {@linkcode restore}. */
@@ -320,8 +324,15 @@ async function restorePartition(
     let done = 0;
     let bytes = 0;
     for (const seg of segments) {
+      const piece = (got: number) =>
+        o.progress?.(
+          label,
+          { segments: done, total: segments.length, bytes: bytes + got, totalBytes },
+          seg.start,
+          true,
+        );
       try {
-        if (await download(store, dir, seg)) result.downloaded++;
+        if (await download(store, dir, seg, piece)) result.downloaded++;
         else result.kept++;
         kept.push(seg);
       } catch (err) {
@@ -449,7 +460,12 @@ async function prepareDir(dir: string, segments: readonly RemoteSegment[]): Prom
  * @returns true when it was downloaded, false when it was already in place
  * @throws {BadObject} when the object is not what its metadata says (gone, short, other bytes)
  */
-async function download(store: ObjectStore, dir: string, seg: RemoteSegment): Promise<boolean> {
+async function download(
+  store: ObjectStore,
+  dir: string,
+  seg: RemoteSegment,
+  onBytes?: (got: number) => void,
+): Promise<boolean> {
   const stem = segmentStem(seg.start);
   const logPath = join(dir, `${stem}.log`);
   const indexPath = join(dir, `${stem}.index`);
@@ -462,7 +478,7 @@ async function download(store: ObjectStore, dir: string, seg: RemoteSegment): Pr
     return false;
   }
   try {
-    await fetchTo(store, seg.keys.log, seg.facts.size, logPath, seg.facts.checksum);
+    await fetchTo(store, seg.keys.log, seg.facts.size, logPath, seg.facts.checksum, onBytes);
     await fetchTo(store, seg.keys.index, seg.facts.indexSize, indexPath);
   } catch (err) {
     await rm(logPath, { force: true });
@@ -483,6 +499,7 @@ async function fetchTo(
   size: number,
   path: string,
   checksum?: bigint,
+  onBytes?: (got: number) => void,
 ): Promise<void> {
   const tmp = `${path}.restore`;
   await rm(tmp, { force: true });
@@ -504,6 +521,7 @@ async function fetchTo(
         written += (await fh.write(got.bytes, written, got.bytes.length - written, at + written))
           .bytesWritten;
       }
+      onBytes?.(at + length);
     }
     await fh.sync();
   } catch (err) {

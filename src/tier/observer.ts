@@ -11,6 +11,11 @@ export interface TierObserver {
     bytes: number,
     partition: string,
   ): void;
+  /**
+   * A copy under way has `stored` bytes of its `.log` in the store (`key`), so far in this
+   * attempt; undefined once the copy ended (and `upload` reports it).
+   */
+  uploadProgress?(key: string, stored: number | undefined): void;
   lostBeforeUpload?(count: number): void;
   evicted?(count: number): void;
   remoteDeleted?(count: number): void;

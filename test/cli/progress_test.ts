@@ -1,7 +1,7 @@
 // Progress lines: N of M, bytes, rate and ETA; rewritten in place on a terminal (at most every
 // 100 ms, and always the last step), one line per step otherwise.
 import assert from "node:assert/strict";
-import { formatDuration, Progress } from "../../src/cli/progress.ts";
+import { formatDuration, Progress, writeAboveProgress } from "../../src/cli/progress.ts";
 import { FakeClock } from "../_fake_clock.ts";
 
 const MiB = 1024 * 1024;
@@ -63,4 +63,48 @@ Deno.test("formatDuration", () => {
   assert.equal(formatDuration(4.4), "4 s");
   assert.equal(formatDuration(125), "2 m 5 s");
   assert.equal(formatDuration(3 * 3600 + 120), "3 h 2 m");
+});
+
+Deno.test("a big item moves the terminal line while it is under way; a plain log prints no partials", () => {
+  const clock = new FakeClock();
+  const tty: string[] = [];
+  const plain: string[] = [];
+  const onTty = new Progress("run --once: copy", {
+    clock,
+    tty: true,
+    unit: "segments",
+    write: (t) => void tty.push(t),
+  });
+  const onLog = new Progress("run --once: copy", {
+    clock,
+    tty: false,
+    unit: "segments",
+    write: (t) => void plain.push(t),
+  });
+  for (const p of [onTty, onLog]) {
+    for (let stored = 8; stored <= 64; stored += 8) {
+      clock.advance(200);
+      p.update({ done: 0, total: 1, bytesDone: stored * MiB, bytesTotal: 64 * MiB }, undefined, {
+        partial: true,
+      });
+    }
+  }
+  assert.equal(plain.length, 0, plain.join(""));
+  assert.equal(tty.length, 8, "every part of the 64 MiB segment moved the line");
+  assert.match(tty.at(-1)!, /0\/1 segments, 64.0 MiB of 64.0 MiB/);
+  assert.ok(!tty.some((t) => t.includes("\n")), "a partial step never ends the line");
+  onTty.update({ done: 1, total: 1, bytesDone: 64 * MiB, bytesTotal: 64 * MiB });
+  assert.equal(tty.at(-1), "\n", "the last step ends it");
+});
+
+Deno.test("a log line written while a progress line is open goes above it, never onto it", () => {
+  const clock = new FakeClock();
+  const out: string[] = [];
+  const p = new Progress("restore 0/0/0", { clock, tty: true, write: (t) => void out.push(t) });
+  p.update({ done: 1, total: 3, bytesDone: MiB, bytesTotal: 3 * MiB });
+  const line = out.at(-1)!;
+  writeAboveProgress('{"level":"warn","msg":"a copy failed"}');
+  assert.equal(out.at(-1), `\r\x1b[K{"level":"warn","msg":"a copy failed"}\n${line}`);
+  p.end();
+  assert.equal(out.at(-1), "\n");
 });

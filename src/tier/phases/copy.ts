@@ -212,6 +212,7 @@ async function copyOne(
           pool: ctx.partPool,
           storageClass: storageClass || undefined,
           signal,
+          onProgress: (stored) => ctx.observer.uploadProgress?.(src.keys.log, stored),
           onUploadId: (key, uploadId) =>
             ledger.record({
               type: "multipart_started",
@@ -224,6 +225,7 @@ async function copyOne(
         }),
     );
     await ledger.record(copyFinishedEvent(seg.start, generation, src.meta, ctx.clock.now()));
+    ctx.observer.uploadProgress?.(src.keys.log, undefined);
     const seconds = (ctx.clock.monotonic() - started) / 1000;
     if (outcome === "adopted") out.adopted++;
     else out.copied++;
@@ -248,6 +250,7 @@ async function copyOne(
     out.failed++;
     noteFailure(out, src.keys.log, err);
     if (out.storeUnreachable) ctx.observer.stalled?.(1);
+    ctx.observer.uploadProgress?.(src.keys.log, undefined);
     ctx.observer.upload?.(
       "failed",
       (ctx.clock.monotonic() - started) / 1000,
