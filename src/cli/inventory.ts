@@ -51,8 +51,10 @@ export interface PartitionFilter {
 }
 
 /**
- * Lists the tiered partitions under `agent.data_dir` (those `filter` accepts) with their
- * segments, oldest first.
+ * Lists the tiered partitions (those `filter` accepts) with their segments, oldest first: the
+ * broker's partition directories under `agent.data_dir`, and the partitions only tierd's state
+ * knows (a journal under `agent.state_dir` without a broker directory: after a state-only
+ * restore, or once the broker dropped the partition), whose segments are all remote.
  *
  * @param config a loaded config
  * @param filter stream, topic and partition to keep
@@ -69,12 +71,25 @@ export async function inventory(
     (filter.partition === undefined || filter.partition === id.partition);
   const journals = new JournalStateReader(config.agent.state_dir);
   const out: PartitionEntry[] = [];
-  for (const part of await discoverPartitions(config.agent.data_dir, wanted)) {
-    const state = (await journals.state(part)) ?? emptyState();
-    const local = await listSegments(part.dir, {
-      now: systemClock.now(),
-      quiescenceMs: config.agent.seal_quiescence,
-    });
+  const brokers = await discoverPartitions(config.agent.data_dir, wanted);
+  const label = (id: PartitionId) => partitionLabel(id);
+  const onBroker = new Set(brokers.map(label));
+  // The state dir has the broker's layout: its partition folders are found the same way.
+  const stateOnly = (await discoverPartitions(config.agent.state_dir, wanted))
+    .filter((p) => !onBroker.has(label(p)))
+    .map((p) => ({ ...p, dir: undefined }));
+  const parts = [...brokers, ...stateOnly].sort((a, b) =>
+    a.stream - b.stream || a.topic - b.topic || a.partition - b.partition
+  );
+  for (const part of parts) {
+    const state = (await journals.state(part)) ?? (part.dir ? emptyState() : undefined);
+    if (!state) continue; // a state folder without a journal: nothing to list
+    const local = part.dir
+      ? await listSegments(part.dir, {
+        now: systemClock.now(),
+        quiescenceMs: config.agent.seal_quiescence,
+      })
+      : [];
     const records = new Map(segmentsOf(state).map((r) => [r.start, r]));
     const files = new Map(local.map((s) => [s.start, s]));
     const starts = [...new Set([...files.keys(), ...records.keys()])]

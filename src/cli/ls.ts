@@ -60,7 +60,9 @@ async function ls({ values }: ParsedArgs): Promise<number> {
     return 0;
   }
   if (parts.length === 0) {
-    console.log(`no tiered partitions under ${ctx.config.agent.data_dir}`);
+    console.log(
+      `no tiered partitions under ${ctx.config.agent.data_dir} or ${ctx.config.agent.state_dir}`,
+    );
     return 0;
   }
   console.log(values.segments ? segmentTables(parts) : topicSummary(parts));

@@ -2,7 +2,7 @@
 // report progress on stderr (one line per segment when stderr is not a terminal); ls prints a
 // summary per topic with headers and human sizes, `--segments` every segment, `--json` the rows.
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { testConfigText } from "../_config.ts";
 import { tempDir } from "../_util.ts";
@@ -94,6 +94,16 @@ Deno.test("gen, run --once and ls: progress lines, a topic summary, segments, JS
       "bytes",
     ]);
     assert.equal(typeof rows[0].bytes, "number");
+
+    // Only tierd's state knows a partition (a state-only restore; the broker dropped it): still
+    // listed, every copy remote.
+    await rename(join(broker, "streams/1/topics/2/partitions/1"), join(tmp.path, "moved"));
+    const stateOnly = await cli(["ls", "--config", config, "--segments", "--partition", "1"]);
+    assert.equal(stateOnly.code, 0, stateOnly.stderr);
+    const only = stateOnly.stdout.trim().split("\n");
+    assert.match(only[0], /^1\/2\/1 {2}incarnation [0-9a-f]{16} /);
+    assert.ok(only.length > 2, stateOnly.stdout);
+    for (const l of only.slice(2)) assert.match(l, /COPY_SEGMENT_FINISHED\s+remote\s/);
 
     const none = await cli(["ls", "--config", config, "--stream", "9"]);
     assert.match(none.stdout, /^no tiered partitions under /);
