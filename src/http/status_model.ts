@@ -189,8 +189,29 @@ export interface StatusJson {
     rate_bytes_per_second: number | null;
     eta_seconds: number | null;
   };
-  cache: (CacheView & { hit_ratio: number | null }) | null;
-  housekeeping: HousekeepingView | null;
+  cache: {
+    bytes: number;
+    budget_bytes: number;
+    objects: number;
+    max_objects: number;
+    hits: number;
+    misses: number;
+    hit_ratio: number | null;
+  } | null;
+  housekeeping: {
+    /** ms since the epoch, null before the first run. */
+    last_run: number | null;
+    last_jobs: {
+      job: string;
+      complete: boolean;
+      counts: Record<string, number>;
+      errors: string[];
+    }[];
+    requests_used: number;
+    verify_in_progress: boolean;
+    last_verify_completed: number | null;
+    unrepairable: number;
+  } | null;
   topics: TopicJson[];
   partitions: PartitionJson[];
 }
@@ -405,7 +426,15 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
     const c = agent.cache();
     if (c) {
       const reads = c.hits + c.misses;
-      cache = { ...c, hit_ratio: reads === 0 ? null : c.hits / reads };
+      cache = {
+        bytes: c.bytes,
+        budget_bytes: c.budgetBytes,
+        objects: c.objects,
+        max_objects: c.maxObjects,
+        hits: c.hits,
+        misses: c.misses,
+        hit_ratio: reads === 0 ? null : c.hits / reads,
+      };
     }
   }
   return {
@@ -425,8 +454,26 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
       eta_seconds: etaSeconds(lagBytes, rate),
     },
     cache,
-    housekeeping: agent?.housekeeping() ?? null,
+    housekeeping: housekeepingJson(agent?.housekeeping()),
     topics: topicsOf(partitions, agent),
     partitions,
+  };
+}
+
+/** Housekeeping's view in the status JSON's words (snake_case, null for "not yet"). */
+function housekeepingJson(h: HousekeepingView | undefined): StatusJson["housekeeping"] {
+  if (!h) return null;
+  return {
+    last_run: h.lastRun ?? null,
+    last_jobs: h.lastJobs.map((j) => ({
+      job: j.job,
+      complete: j.complete,
+      counts: { ...j.counts },
+      errors: [...j.errors],
+    })),
+    requests_used: h.requestsUsed,
+    verify_in_progress: h.verifyInProgress,
+    last_verify_completed: h.lastVerifyCompleted ?? null,
+    unrepairable: h.unrepairable,
   };
 }

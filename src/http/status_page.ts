@@ -144,15 +144,15 @@ function cacheSection(s: StatusJson): string {
   const c = s.cache;
   if (!c) return "";
   const ratio = c.hit_ratio === null ? "no reads yet" : `${(100 * c.hit_ratio).toFixed(1)}%`;
-  return `<p id="cache">Cache: ${formatBytes(c.bytes)} of ${formatBytes(c.budgetBytes)} (${
-    percent(c.bytes, c.budgetBytes)
-  }), ${c.objects} of ${c.maxObjects} chunks · hit ratio ${ratio} (${c.hits} hits, ${c.misses} misses)</p>`;
+  return `<p id="cache">Cache: ${formatBytes(c.bytes)} of ${formatBytes(c.budget_bytes)} (${
+    percent(c.bytes, c.budget_bytes)
+  }), ${c.objects} of ${c.max_objects} chunks · hit ratio ${ratio} (${c.hits} hits, ${c.misses} misses)</p>`;
 }
 
 function housekeepingSection(s: StatusJson): string {
   const h = s.housekeeping;
   if (!h) return "";
-  const jobs = h.lastJobs.map((j) => {
+  const jobs = h.last_jobs.map((j) => {
     const counts = Object.entries(j.counts).map(([k, v]) => `${k} ${v}`).join(", ");
     const errors = j.errors.length > 0
       ? ` <span class="bad">${j.errors.length} error(s): ${escapeHtml(j.errors[0])}</span>`
@@ -165,10 +165,10 @@ function housekeepingSection(s: StatusJson): string {
     ? `<span class="bad">${h.unrepairable} evicted segment(s) whose only copy is missing or damaged</span>`
     : `<span class="ok">no unrepairable copies</span>`;
   return `<div id="housekeeping">Housekeeping: last run ${
-    formatTime(h.lastRun)
-  }, ${h.requestsUsed} ` +
-    `requests; verify pass ${h.verifyInProgress ? "in progress" : "idle"}, last completed ${
-      formatTime(h.lastVerifyCompleted)
+    formatTime(h.last_run ?? undefined)
+  }, ${h.requests_used} ` +
+    `requests; verify pass ${h.verify_in_progress ? "in progress" : "idle"}, last completed ${
+      formatTime(h.last_verify_completed ?? undefined)
     }; ${unrepairable}${jobs ? `<ul>${jobs}</ul>` : ""}</div>`;
 }
 

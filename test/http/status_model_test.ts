@@ -69,9 +69,9 @@ function agent(works: Record<string, PartitionWork>, stalled = false): AgentView
       misses: 1,
     }),
     housekeeping: () => ({
-      lastRun: undefined,
-      lastJobs: [],
-      requestsUsed: 0,
+      lastRun: 1_750_000_001_000,
+      lastJobs: [{ job: "verify", complete: true, counts: { checked: 4 }, errors: [] }],
+      requestsUsed: 7,
       verifyInProgress: false,
       unrepairable: 0,
     }),
@@ -230,4 +230,23 @@ Deno.test("the store's requests and their estimated cost, per day at the uptime'
   assert.doesNotMatch(renderStatusFragment(early), /a day/);
   // Without a price table (a bare read path), nothing is said.
   assert.equal(statusJson([summary(0)], { ...inputs, ready: true }).store_requests, null);
+});
+
+Deno.test("/v1/status speaks snake_case throughout, the cache and housekeeping included", () => {
+  const s = statusJson([summary(0)], { ...inputs, ready: true, agent: agent({}) });
+  const keys: string[] = [];
+  const walk = (v: unknown) => {
+    if (Array.isArray(v)) return v.forEach(walk);
+    if (v === null || typeof v !== "object") return;
+    for (const [k, inner] of Object.entries(v)) {
+      keys.push(k);
+      walk(inner);
+    }
+  };
+  walk(JSON.parse(JSON.stringify(s)));
+  assert.deepEqual(keys.filter((k) => !/^[a-z0-9_]+$/.test(k)), []);
+  assert.equal(s.cache?.budget_bytes, 1024);
+  assert.equal(s.housekeeping?.requests_used, 7);
+  assert.equal(s.housekeeping?.last_jobs[0].counts.checked, 4);
+  assert.equal(s.housekeeping?.last_verify_completed, null);
 });
