@@ -172,8 +172,18 @@ function housekeepingSection(s: StatusJson): string {
     }; ${unrepairable}${jobs ? `<ul>${jobs}</ul>` : ""}</div>`;
 }
 
-function stateCell(state: string | null): string {
+/**
+ * The state column: the partition state's own word, unless it is `ok` while something is wrong
+ * (a stall, a blocked eviction, damage): then the worst problem's kind, in its colour, so that no
+ * row reads a green "ok" under a red banner.
+ */
+function stateCell(state: string | null, problems: readonly Problem[]): string {
   if (state === null) return "—";
+  const worst = problems.find((p) => p.severity === "bad") ??
+    problems.find((p) => p.severity === "warn");
+  if (state === "ok" && worst) {
+    return `<span class="${worst.severity}">${escapeHtml(worst.kind)}</span>`;
+  }
   const cls = state === "ok" ? "ok" : state === "failed" ? "bad" : "warn";
   return `<span class="${cls}">${escapeHtml(state)}</span>`;
 }
@@ -199,7 +209,7 @@ function topicsTable(s: StatusJson): string {
     row([
       `${t.stream}/${t.topic}`,
       String(t.partitions),
-      stateCell(t.state),
+      stateCell(t.state, t.problems),
       formatBytes(t.local_bytes),
       formatBytes(t.remote_bytes),
       backlogCell(t.copy_lag),
@@ -236,7 +246,7 @@ function partitionsTable(s: StatusJson): string {
       `${p.stream}/${p.topic}/${p.partition}${
         p.first_pass_done === false ? " <i>(first pass)</i>" : ""
       }`,
-      stateCell(p.state),
+      stateCell(p.state, p.problems),
       escapeHtml(p.format ?? "—"),
       formatBytes(p.local_bytes),
       formatBytes(p.remote_bytes),

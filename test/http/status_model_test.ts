@@ -183,6 +183,9 @@ Deno.test("a stall shows in red with its reason, per partition and per topic", (
     /<div class="bad" data-problem="stalled" title="[^"]*"><b>stalled<\/b>: store/,
   );
   assert.match(html, /<td>none while stalled<\/td>/);
+  // No row reads a green "ok" under the red banner: the state column names the stall.
+  assert.doesNotMatch(html, /<td><span class="ok">ok<\/span><\/td>/);
+  assert.match(html, /<td><span class="bad">stalled<\/span><\/td>/);
 });
 
 Deno.test("every value on the page is escaped", () => {
