@@ -2,12 +2,15 @@
 // unlinks segment files itself, which is only safe while the broker is stopped (a running
 // broker keeps its sealed segments open and in its own index). Two signs, either enough:
 //
-// - its HTTP API answers `GET /ping` with `pong` at the address of its own config — Iggy writes
-//   the config it runs with to `{data_dir}/runtime/current_config.toml` — or, without that file,
-//   at Iggy's default `127.0.0.1:3000`;
-// - on Linux, another process holds a file under the data directory open (every link in
-//   `/proc/*/fd`; Iggy keeps its segments, its log and its metadata open while it runs).
-//   Processes this user may not inspect are skipped and counted.
+// - its HTTP API answers `GET /ping` with `pong` at the address of its own config — Iggy 0.8 and
+//   0.9 write the config they run with to `{data_dir}/runtime/current_config.toml`; without that
+//   file no broker has run on this directory, and Iggy's default `127.0.0.1:3000` (some other
+//   broker's, on a shared host) is asked only where there is no process table to scan;
+// - on Linux, another process holds a file under the data directory open for writing (every
+//   link in `/proc/*/fd`, its mode from `/proc/*/fdinfo`): Iggy 0.8 and 0.9 hold their active
+//   segment, their log and 0.9 its metadata journal open write-only or read-write while they run.
+//   A reader — a backup agent, `du`, a log shipper, `tail` — is not a broker and holds nothing
+//   up. Processes this user may not inspect are skipped and counted.
 //
 // A scan costs one readlink per open file on the machine, so answers are kept briefly: a
 // "running" one for 5 s (it only delays eviction), a "stopped" one for 1 s (it lets files go).
@@ -96,21 +99,32 @@ export class BrokerPresence implements BrokerWatch {
   }
 
   async #look(): Promise<BrokerSighting> {
-    const url = await brokerHttpUrl(this.#o.dataDir);
-    if (await this.#pongs(url)) {
-      return { running: true, evidence: `its HTTP API answers at ${url}` };
+    const configured = await brokerHttpUrlFromConfig(this.#o.dataDir);
+    if (configured && await this.#pongs(configured)) {
+      return { running: true, evidence: `its HTTP API answers at ${configured}` };
     }
     const scan = await scanOpenFiles(this.#o.dataDir, this.#o.procRoot, this.#o.selfPid);
     if (scan.holder) return { running: true, evidence: scan.holder };
+    // Without a process table the default address is the only other sign there is.
+    const url = configured ?? `http://${IGGY_DEFAULT_HTTP}`;
+    if (!configured && !scan.scanned && await this.#pongs(url)) {
+      return { running: true, evidence: `an Iggy HTTP API answers at ${url}` };
+    }
     const unseen = scan.unreadable > 0
       ? `; ${scan.unreadable} processes could not be inspected`
       : scan.scanned
       ? ""
       : `; no ${this.#o.procRoot} to scan`;
+    const readers = scan.readers > 0
+      ? ` (${scan.readers} file(s) there are open read-only: readers, not a broker)`
+      : "";
+    const asked = configured || !scan.scanned
+      ? `nothing answers ${url}/ping`
+      : "no broker has run here (no runtime/current_config.toml)";
     return {
       running: false,
-      evidence: `nothing answers ${url}/ping and no process holds a file under ` +
-        `${this.#o.dataDir} open${unseen}`,
+      evidence: `${asked} and no process holds a file under ${this.#o.dataDir} open for ` +
+        `writing${readers}${unseen}`,
     };
   }
 
@@ -137,13 +151,19 @@ export class BrokerPresence implements BrokerWatch {
  * asked on loopback), else Iggy's default.
  */
 export async function brokerHttpUrl(dataDir: string): Promise<string> {
-  let address = IGGY_DEFAULT_HTTP;
+  return await brokerHttpUrlFromConfig(dataDir) ?? `http://${IGGY_DEFAULT_HTTP}`;
+}
+
+/** The broker's HTTP API as its runtime config names it; undefined without one. */
+async function brokerHttpUrlFromConfig(dataDir: string): Promise<string | undefined> {
+  let address: string;
   try {
     const text = await readFile(join(dataDir, "runtime", "current_config.toml"), "utf8");
     const http = (parseToml(text) as { http?: { address?: unknown } }).http;
-    if (typeof http?.address === "string" && http.address !== "") address = http.address;
+    if (typeof http?.address !== "string" || http.address === "") return undefined;
+    address = http.address;
   } catch {
-    // no runtime config (or not TOML): the default address
+    return undefined; // no runtime config (or not TOML)
   }
   const wildcard = /^(?:0\.0\.0\.0|\[::\]):(\d+)$/.exec(address);
   if (wildcard) address = `127.0.0.1:${wildcard[1]}`;
@@ -152,8 +172,10 @@ export async function brokerHttpUrl(dataDir: string): Promise<string> {
 
 /** What a scan of the process table found. */
 export interface OpenFileScan {
-  /** "process N (name) holds PATH open", for the first holder found. */
+  /** "process N (name) holds PATH open for writing", for the first writer found. */
   holder?: string;
+  /** Files under the directory other processes hold open read-only (not a broker's sign). */
+  readers: number;
   /** Processes whose open files could not be listed (another user's, without privileges). */
   unreadable: number;
   /** False when there is no process table to scan (not Linux). */
@@ -161,8 +183,9 @@ export interface OpenFileScan {
 }
 
 /**
- * Finds a process other than `selfPid` holding a file under `dir` open, from the links in
- * `{procRoot}/*\/fd`.
+ * Finds a process other than `selfPid` holding a file under `dir` open for writing, from the
+ * links in `{procRoot}/*\/fd` and their modes in `{procRoot}/*\/fdinfo` (a mode that cannot be
+ * read counts as writing: the scan errs on the side of "running").
  */
 export async function scanOpenFiles(
   dir: string,
@@ -180,9 +203,10 @@ export async function scanOpenFiles(
   try {
     pids = (await readdir(procRoot)).filter((n) => /^\d+$/.test(n) && Number(n) !== selfPid);
   } catch {
-    return { unreadable: 0, scanned: false };
+    return { unreadable: 0, scanned: false, readers: 0 };
   }
   let unreadable = 0;
+  let readers = 0;
   for (const pid of pids) {
     const fdDir = join(procRoot, pid, "fd");
     let fds: string[];
@@ -201,14 +225,30 @@ export async function scanOpenFiles(
         continue;
       }
       if (target !== root && !target.startsWith(inside)) continue;
+      if (!(await openForWriting(join(procRoot, pid, "fdinfo", fd)))) {
+        readers++;
+        continue;
+      }
       const name = await readFile(join(procRoot, pid, "comm"), "utf8")
         .then((t) => t.trim(), () => "?");
       return {
-        holder: `process ${pid} (${name}) holds ${relative(root, target) || "."} open`,
+        holder: `process ${pid} (${name}) holds ${relative(root, target) || "."} open for writing`,
         unreadable,
         scanned: true,
+        readers,
       };
     }
   }
-  return { unreadable, scanned: true };
+  return { unreadable, scanned: true, readers };
+}
+
+/** O_WRONLY | O_RDWR: the access mode bits of an fd's `flags` (octal in fdinfo). */
+const WRITE_MODES = 0o3;
+
+/** True unless `fdinfo` says the fd is open read-only. */
+async function openForWriting(fdinfo: string): Promise<boolean> {
+  const text = await readFile(fdinfo, "utf8").catch(() => undefined);
+  const flags = text && /^flags:\s*([0-7]+)$/m.exec(text)?.[1];
+  if (!flags) return true; // unknown: count it
+  return (parseInt(flags, 8) & WRITE_MODES) !== 0;
 }

@@ -1,8 +1,16 @@
-// A process that holds a file open until killed: how a running broker looks from /proc.
-/** A child process holding `path` open (as a broker holds its segments) until killed. */
-export async function holdOpen(path: string): Promise<Deno.ChildProcess> {
+// A process that holds a file open until killed: how a running broker looks from /proc (open for
+// writing, as Iggy holds its active segment), or a reader (a backup agent, `du`, `tail`).
+/**
+ * A child process holding `path` open until killed: for appending (as a broker holds its active
+ * segment), or read-only (`mode: "read"`, as a backup agent does).
+ */
+export async function holdOpen(
+  path: string,
+  mode: "write" | "read" = "write",
+): Promise<Deno.ChildProcess> {
+  const open = mode === "write" ? 'exec 3>>"$1"' : 'exec 3<"$1"';
   const child = new Deno.Command("sh", {
-    args: ["-c", 'exec 3<"$1"; echo ready; exec sleep 300', "holder", path],
+    args: ["-c", `${open}; echo ready; exec sleep 300`, "holder", path],
     stdout: "piped",
     stderr: "null",
   }).spawn();

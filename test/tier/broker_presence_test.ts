@@ -1,7 +1,8 @@
 // Seeing a running broker beside the data directory: another process holding a file under it
-// open (found in /proc), or its HTTP API answering `pong` at the address its runtime config
-// names (or Iggy's default); answers are kept briefly, a "running" one longer than a "stopped"
-// one. Real Iggy servers are tried in test/e2e/iggy_neighbour_test.ts.
+// open for writing (found in /proc; readers do not count), or its HTTP API answering `pong` at
+// the address its runtime config names (Iggy's default only without a process table to scan);
+// answers are kept briefly, a "running" one longer than a "stopped" one. Real Iggy servers are
+// tried in test/e2e/iggy_neighbour_test.ts.
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -46,13 +47,26 @@ Deno.test({
       } finally {
         own.close();
       }
+      // A reader (a backup agent, du, tail) is not a broker.
+      const reader = await holdOpen(log, "read");
+      try {
+        const read = await scanOpenFiles(dir);
+        assert.equal(read.holder, undefined);
+        assert.ok(read.readers >= 1);
+        const presence = new BrokerPresence({ dataDir: dir, fetch: refused });
+        const seen = await presence.check();
+        assert.equal(seen.running, false);
+        assert.match(seen.evidence, /open read-only: readers, not a broker/);
+      } finally {
+        await release(reader);
+      }
       const holder = await holdOpen(log);
       try {
         const seen = await scanOpenFiles(dir);
         assert.equal(
           seen.holder,
           `process ${holder.pid} (sleep) holds streams/0/topics/0/partitions/0/` +
-            "00000000000000000000.log open",
+            "00000000000000000000.log open for writing",
         );
         const presence = new BrokerPresence({ dataDir: dir, fetch: refused });
         assert.deepEqual(await presence.check(), { running: true, evidence: seen.holder });
@@ -62,7 +76,7 @@ Deno.test({
       const presence = new BrokerPresence({ dataDir: dir, fetch: refused });
       const after = await presence.check();
       assert.equal(after.running, false);
-      assert.match(after.evidence, /nothing answers http:\/\/127\.0\.0\.1:3000\/ping/);
+      assert.match(after.evidence, /no broker has run here \(no runtime\/current_config\.toml\)/);
     } finally {
       await tmp.cleanup();
     }
@@ -76,6 +90,7 @@ Deno.test("presence: without a process table the scan is skipped, and says so", 
     assert.deepEqual(await scanOpenFiles(dir, join(tmp.path, "no-proc")), {
       unreadable: 0,
       scanned: false,
+      readers: 0,
     });
     const presence = new BrokerPresence({
       dataDir: dir,
@@ -182,4 +197,37 @@ Deno.test("presence: a running answer is kept 5 s, a stopped one 1 s; concurrent
   } finally {
     await tmp.cleanup();
   }
+});
+
+Deno.test({
+  name:
+    "presence: without a runtime config, a broker answering on Iggy's default port is not this directory's",
+  ignore: !onLinux,
+  fn: async () => {
+    const tmp = await tempDir("tierd-presence");
+    const { dir } = await dataDir(tmp.path);
+    try {
+      let asked = 0;
+      const pong = () => {
+        asked++;
+        return Promise.resolve(new Response("pong"));
+      };
+      // Another Iggy on this host answers 127.0.0.1:3000; none has run on this directory.
+      const seen = await new BrokerPresence({ dataDir: dir, fetch: pong }).check();
+      assert.equal(seen.running, false, seen.evidence);
+      assert.equal(asked, 0, "the default address is not asked where /proc can be scanned");
+      // Without a process table, the default address is the only sign left: it counts.
+      const blind = await new BrokerPresence({
+        dataDir: dir,
+        fetch: pong,
+        procRoot: join(tmp.path, "no-proc"),
+      }).check();
+      assert.deepEqual(blind, {
+        running: true,
+        evidence: `an Iggy HTTP API answers at http://${IGGY_DEFAULT_HTTP}`,
+      });
+    } finally {
+      await tmp.cleanup();
+    }
+  },
 });
