@@ -2,7 +2,7 @@
 // looks at this host's directories (the data dir exists and holds streams/, nothing tierd
 // writes resolves into it) and warns about what `tierd run` would refuse, without failing: the
 // file may be checked on another machine than the broker's.
-import { hostIssues } from "../config/host.ts";
+import { absentTopics, hostIssues } from "../config/host.ts";
 import { formatIssue } from "../config/error.ts";
 import { renderConfig } from "../config/redact.ts";
 import { type Command, CONFIG_FLAG, type ParsedArgs, UsageError } from "./args.ts";
@@ -46,6 +46,12 @@ async function config({ values, positionals }: ParsedArgs): Promise<number> {
     console.error(
       `tierd: warning: ${ctx.configPath}: tiered_storage.enabled is false (tierd run refuses to ` +
         "start; set it to true)",
+    );
+  }
+  for (const { entry, dir } of await absentTopics(ctx.config)) {
+    console.error(
+      `tierd: warning: ${entry}: the broker has no such topic (no ${dir}); nothing is tiered ` +
+        "for it until it does — check the ids if it should exist",
     );
   }
   for (const issue of await hostIssues(ctx.config)) {

@@ -8,7 +8,7 @@ import { RequestMeter } from "../../providers/request_meter.ts";
 import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
-import { requireHost } from "../config/host.ts";
+import { absentTopics, requireHost } from "../config/host.ts";
 import { humanSize } from "../config/units.ts";
 import { createApp, createOpsApp } from "../http/app.ts";
 import { iggyReadGuard, type ReadGuard, tokenReadGuard } from "../http/read_auth.ts";
@@ -95,6 +95,15 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   }
   // An agent over a missing or empty data dir would idle forever, looking fine: refuse instead.
   await requireHost(config, ctx.configPath);
+  for (const { entry, dir } of await absentTopics(config)) {
+    logger.warn(
+      "a [[topic]] names a topic the broker does not have (yet): nothing is tiered for it",
+      {
+        topic: entry,
+        missing: dir,
+      },
+    );
+  }
   // One agent per state dir, for the life of the process (the kernel drops it on exit).
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
   const registry = new Registry();

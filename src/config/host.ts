@@ -100,6 +100,25 @@ export async function hostIssues(config: Config): Promise<ConfigIssue[]> {
 }
 
 /**
+ * The `[[topic]]` entries naming a stream or topic the broker's data directory does not hold
+ * (yet): nothing is tiered for them until the broker creates it, which is fine for a topic about
+ * to be created and a typo otherwise — so it is said, not refused.
+ *
+ * @param config a loaded config
+ * @returns each such entry (`topic[i] (stream s, topic t)`) and the directory looked for
+ */
+export async function absentTopics(config: Config): Promise<{ entry: string; dir: string }[]> {
+  const out: { entry: string; dir: string }[] = [];
+  for (const [i, t] of config.topic.entries()) {
+    if (!t.tiered_storage) continue;
+    const dir = join(config.agent.data_dir, STREAMS, String(t.stream), "topics", String(t.topic));
+    if (await kind(dir) === "dir") continue;
+    out.push({ entry: `topic[${i}] (stream ${t.stream}, topic ${t.topic})`, dir });
+  }
+  return out;
+}
+
+/**
  * Refuses to go on when {@link hostIssues} finds anything (the agent would otherwise idle over
  * an empty or wrong directory, write into the broker's, or keep a directory where wiping another
  * of its own would wipe it).

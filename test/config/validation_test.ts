@@ -498,6 +498,18 @@ Deno.test("CLI: config check exits 2 naming key and value; run refuses a missing
       assert.equal(run.code, 2, run.stderr);
       assert.match(run.stderr, /agent\.data_dir = ".*broker": .*it does not exist/);
     }
+    // A [[topic]] the broker does not have is said (a typo, or a topic not created yet).
+    await mkdir(join(tmp.path, "broker", "streams", "0", "topics", "1"), { recursive: true });
+    const typo = await cli(["config", "check", "--config", config]);
+    assert.equal(typo.code, 0);
+    assert.match(
+      typo.stderr,
+      /warning: topic\[0\] \(stream 0, topic 0\): the broker has no such topic \(no .*streams\/0\/topics\/0\)/,
+    );
+    await mkdir(join(tmp.path, "broker", "streams", "0", "topics", "0"), { recursive: true });
+    const fine = await cli(["config", "check", "--config", config]);
+    assert.doesNotMatch(fine.stderr, /no such topic/);
+    await Deno.remove(join(tmp.path, "broker"), { recursive: true });
     await mkdir(join(tmp.path, "broker"));
     const empty = await cliProcess(["run", "--once", "--config", config]);
     assert.equal(empty.code, 2, empty.stderr);
