@@ -5,6 +5,7 @@ import { AzureStore } from "../../providers/azure/store.ts";
 import { findAzurite, startAzurite } from "../fixtures/azurite.ts";
 import { accountSas } from "../providers/azure/_sas.ts";
 import { type ContractCase, contractSuite } from "./suite.ts";
+import { announceSkip } from "../fixtures/_server.ts";
 
 /**
  * Where Azure Blob itself (not the emulator) differs from the contract. Azurite behaves like
@@ -23,7 +24,7 @@ const exceptions: Partial<Record<ContractCase, string>> = {
 const found = await findAzurite();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`Azurite is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: contract suite against Azurite: ${found.reason} !!!!!\n`);
+  announceSkip(`contract suite against Azurite: ${found.reason}`);
   Deno.test({
     name: `contract: azure on Azurite (skipped: ${found.reason})`,
     ignore: true,

@@ -4,13 +4,14 @@ import { NoTokenSource } from "../../providers/gcs/credentials.ts";
 import { GcsStore } from "../../providers/gcs/store.ts";
 import { findFakeGcs, startFakeGcs } from "../fixtures/fake_gcs.ts";
 import { contractSuite } from "./suite.ts";
+import { announceSkip } from "../fixtures/_server.ts";
 
 const found = await findFakeGcs();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") {
     throw new Error(`fake-gcs-server is required in CI: ${found.reason}`);
   }
-  console.error(`\n!!!!! SKIPPED: contract suite against fake-gcs-server: ${found.reason} !!!!!\n`);
+  announceSkip(`contract suite against fake-gcs-server: ${found.reason}`);
   Deno.test({
     name: `contract: gcs on fake-gcs-server (skipped: ${found.reason})`,
     ignore: true,

@@ -5,11 +5,12 @@
 import { S3Store } from "../../providers/s3/store.ts";
 import { findMinio, startMinio, virtualHostFetch } from "../fixtures/minio.ts";
 import { contractSuite } from "./suite.ts";
+import { announceSkip } from "../fixtures/_server.ts";
 
 const found = await findMinio();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`MinIO is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: contract suite against MinIO: ${found.reason} !!!!!\n`);
+  announceSkip(`contract suite against MinIO: ${found.reason}`);
   Deno.test({ name: `contract: s3 on MinIO (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   contractSuite("s3 on MinIO, path style", async () => {

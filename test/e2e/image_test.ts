@@ -15,7 +15,7 @@ import {
   type ServerContainer,
   startContainer,
 } from "../fixtures/_containers.ts";
-import { freePort, isCI } from "../fixtures/_server.ts";
+import { announceSkip, freePort, isCI } from "../fixtures/_server.ts";
 import { tempDir } from "../_util.ts";
 
 /** The image's own user (Dockerfile: ARG TIERD_UID, USER). */
@@ -79,7 +79,7 @@ if (why) {
   if (isCI() && requestedMode() !== "native") {
     throw new Error(`the tierd image test needs a Docker engine in CI: ${why}`);
   }
-  console.error(`\n!!!!! SKIPPED: tierd image end to end: ${why} !!!!!\n`);
+  announceSkip(`tierd image end to end: ${why}`);
   Deno.test({ name: `tierd image (skipped: ${why})`, ignore: true, fn() {} });
 } else {
   Deno.test("the tierd image copies, evicts and reads back against the MinIO container", async () => {

@@ -19,6 +19,7 @@ import { advanceFloor } from "../../src/tier/phases/floor.ts";
 import { findMinio, type MinioServer, startMinio } from "../fixtures/minio.ts";
 import { tempDir } from "../_util.ts";
 import { type PhaseRig, phaseRig } from "./_phase_rig.ts";
+import { announceSkip } from "../fixtures/_server.ts";
 
 /** Damages the `.log` object at `key` behind tierd's back; `says` is how eviction tells. */
 interface Damage {
@@ -155,7 +156,7 @@ Deno.test("damaged copy, fs store: flipped, truncated or deleted, the segment st
 const found = await findMinio();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`MinIO is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: damaged copies on MinIO: ${found.reason} !!!!!\n`);
+  announceSkip(`damaged copies on MinIO: ${found.reason}`);
   Deno.test({ name: `damaged copy, MinIO (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   Deno.test("damaged copy, MinIO: flipped, truncated or deleted, the segment stays and is copied again", async (t) => {

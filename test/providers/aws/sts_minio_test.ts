@@ -21,6 +21,7 @@ import { FakeClock } from "../../_fake_clock.ts";
 import { tempDir } from "../../_util.ts";
 import { type FixtureCredentials, startImds, startOidc } from "../../fixtures/identity.ts";
 import { findMinio, type MinioServer, startMinio } from "../../fixtures/minio.ts";
+import { announceSkip } from "../../fixtures/_server.ts";
 
 const CLIENT_ID = "tierd-sts-test";
 const ROLE = "arn:minio:iam:::role/tierd"; // MinIO ignores an unknown role with a claim provider
@@ -28,7 +29,7 @@ const ROLE = "arn:minio:iam:::role/tierd"; // MinIO ignores an unknown role with
 const found = await findMinio();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`MinIO is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: AWS credential chain against MinIO: ${found.reason} !!!!!\n`);
+  announceSkip(`AWS credential chain against MinIO: ${found.reason}`);
   Deno.test({ name: `aws credentials on minio (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   Deno.test("aws credentials on minio: every source probes and copies; refresh and revocation", async (t) => {

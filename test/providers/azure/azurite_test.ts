@@ -9,7 +9,7 @@ import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts"
 import { probeStore } from "../../../providers/probe.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { type AzuriteServer, findAzurite, startAzurite } from "../../fixtures/azurite.ts";
-import { freePort } from "../../fixtures/_server.ts";
+import { announceSkip, freePort } from "../../fixtures/_server.ts";
 import { accountSas } from "./_sas.ts";
 import { assertNoLeak } from "../_faults.ts";
 import { checkUploadFile } from "../_upload.ts";
@@ -36,7 +36,7 @@ function assertNoSecret(err: unknown, secrets: string[]): void {
 const found = await findAzurite();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`Azurite is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: AzureStore tests against Azurite: ${found.reason} !!!!!\n`);
+  announceSkip(`AzureStore tests against Azurite: ${found.reason}`);
   Deno.test({ name: `azurite (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   Deno.test("azurite: credentials, container and the boot probe", async (t) => {

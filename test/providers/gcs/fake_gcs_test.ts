@@ -9,7 +9,7 @@ import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts"
 import { probeStore } from "../../../providers/probe.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { type FakeGcsServer, findFakeGcs, startFakeGcs } from "../../fixtures/fake_gcs.ts";
-import { freePort } from "../../fixtures/_server.ts";
+import { announceSkip, freePort } from "../../fixtures/_server.ts";
 import { concatBytes } from "../../../providers/bytes.ts";
 import { randomBytes } from "../_bytes.ts";
 import { checkUploadFile } from "../_upload.ts";
@@ -31,7 +31,7 @@ if ("reason" in found) {
   if (Deno.env.get("CI") === "true") {
     throw new Error(`fake-gcs-server is required in CI: ${found.reason}`);
   }
-  console.error(`\n!!!!! SKIPPED: GcsStore tests against fake-gcs-server: ${found.reason} !!!!!\n`);
+  announceSkip(`GcsStore tests against fake-gcs-server: ${found.reason}`);
   Deno.test({ name: `fake-gcs (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   Deno.test("fake-gcs: multipart uploads by compose", async (t) => {

@@ -9,7 +9,7 @@ import { uploadFile } from "../../../providers/upload.ts";
 import { SimStore } from "../../../providers/sim/store.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { findMinio, startMinio } from "../../fixtures/minio.ts";
-import { freePort } from "../../fixtures/_server.ts";
+import { announceSkip, freePort } from "../../fixtures/_server.ts";
 import { minioStore } from "../../fixtures/_agent.ts";
 import { tempDir } from "../../_util.ts";
 import { assertNoLeak } from "../_faults.ts";
@@ -30,7 +30,7 @@ Deno.test("probe: generic stores say what kind of thing is wrong", async () => {
 const found = await findMinio();
 if ("reason" in found) {
   if (Deno.env.get("CI") === "true") throw new Error(`MinIO is required in CI: ${found.reason}`);
-  console.error(`\n!!!!! SKIPPED: S3Store tests against MinIO: ${found.reason} !!!!!\n`);
+  announceSkip(`S3Store tests against MinIO: ${found.reason}`);
   Deno.test({ name: `s3 on MinIO (skipped: ${found.reason})`, ignore: true, fn() {} });
 } else {
   Deno.test("s3 on MinIO", async (t) => {
