@@ -23,7 +23,12 @@ import { paceUploads } from "../../providers/paced_uploads.ts";
 import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
 import { requestCost } from "../metrics/request_cost.ts";
 import { probeSpace } from "../layout/probe_space.ts";
-import { cacheObserver, credentialObserver, tierObserver } from "../metrics/observers.ts";
+import {
+  cacheObserver,
+  credentialObserver,
+  markStalled,
+  tierObserver,
+} from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
@@ -267,7 +272,7 @@ async function waitOutOutage(
       failed,
       probe,
       serve: serveWhileWaiting,
-      stalled: (waiting) => o.metrics.uploadStalled.set(undefined, waiting ? 1 : 0),
+      stalled: (waiting) => markStalled(o.metrics, waiting ? 1 : 0, systemClock.now()),
       describe: o.opened.describe,
       logger,
       clock: systemClock,

@@ -47,6 +47,8 @@ export interface PassesView {
 export interface StoreView {
   /** `tierd_upload_stalled`: work waits on a store that does not answer. */
   stalled: boolean;
+  /** When the stall began (ms since the epoch), while there is one. */
+  stalledSince?: number;
   /** Requests the store answered with throttling since start (`tierd_store_throttled_total`). */
   throttledRequests: number;
   /** Requests sent to the store since start, and their estimated cost at the price table's. */
@@ -153,7 +155,13 @@ export interface StatusJson {
   now: number;
   uptime_seconds: number;
   ready: boolean;
-  stalled: { stalled: boolean; reason: string | null; throttled_requests: number } | null;
+  stalled: {
+    stalled: boolean;
+    /** When the stall began, ms since the epoch; null while uploads flow. */
+    since: number | null;
+    reason: string | null;
+    throttled_requests: number;
+  } | null;
   /**
    * Store requests since start and their estimated cost (`[tiered_storage.request_prices]`);
    * `per_day` extrapolates it from the uptime, null in the first minute.
@@ -388,6 +396,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
       ?.reason ?? (store.stalled ? "store unreachable" : null);
     stalled = {
       stalled: store.stalled,
+      since: store.stalled ? store.stalledSince ?? null : null,
       reason: store.stalled ? reason : null,
       throttled_requests: store.throttledRequests,
     };

@@ -91,9 +91,14 @@ function stallSection(s: StatusJson): string {
     return `<p id="stall" class="ok">Uploads are flowing (${s.stalled.throttled_requests} ` +
       `throttled requests since start).</p>`;
   }
-  return `<p id="stall" class="bad banner"><b>Uploads stalled</b>: ${
+  const since = s.stalled.since === null
+    ? ""
+    : ` since ${formatTime(s.stalled.since)} (${formatDuration((s.now - s.stalled.since) / 1000)})`;
+  return `<p id="stall" class="bad banner"><b>Uploads stalled${since}</b>: ${
     escapeHtml(s.stalled.reason ?? "store unreachable")
-  } — ${s.stalled.throttled_requests} throttled requests since start.</p>`;
+  } — ${s.stalled.throttled_requests} throttled requests since start. Nothing is copied or ` +
+    "evicted meanwhile and the broker's disk grows; tierd resumes by itself when the store " +
+    "answers. <code>tierd probe</code> names the cause.</p>";
 }
 
 function costSection(s: StatusJson): string {

@@ -1,6 +1,6 @@
 // Adapts what the tier worker, the chunk cache and the store credentials report to tierd's
 // Prometheus metrics.
-import type { Clock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../../providers/clock.ts";
 import type { CredentialObserver } from "../../providers/credentials/types.ts";
 import type { CacheStats } from "../cache/stats.ts";
 import type { PartitionId } from "../layout/partition.ts";
@@ -8,8 +8,19 @@ import type { Registry } from "./registry.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import type { TierdMetrics } from "./tierd.ts";
 
+/**
+ * Sets `tierd_upload_stalled` to `value`, and `tierd_upload_stalled_since_seconds` to `now` when
+ * a stall begins (0 when it ends): how long the agent has been stalled, for the status page and
+ * for alerts.
+ */
+export function markStalled(m: TierdMetrics, value: 0 | 1, now: number): void {
+  if (value === 1 && m.uploadStalled.value() !== 1) m.uploadStalledSince.set(undefined, now / 1000);
+  if (value === 0) m.uploadStalledSince.set(undefined, 0);
+  m.uploadStalled.set(undefined, value);
+}
+
 /** A {@link TierObserver} that counts into `m`. */
-export function tierObserver(m: TierdMetrics): TierObserver {
+export function tierObserver(m: TierdMetrics, clock: Clock = systemClock): TierObserver {
   // The gauge holds one series per blocked partition: rebuilt from this map on each change.
   const blocked = new Map<string, { labels: PartitionId; reason: string }>();
   return {
@@ -25,7 +36,7 @@ export function tierObserver(m: TierdMetrics): TierObserver {
     remoteDeleted: (n) => m.remoteDeletes.inc(undefined, n),
     markerQuarantined: () => m.markersQuarantined.inc(),
     journalTornTail: () => m.journalTornTails.inc(),
-    stalled: (v) => m.uploadStalled.set(undefined, v),
+    stalled: (v) => markStalled(m, v, clock.now()),
     stateDamaged: () => m.journalsDamaged.inc(),
     stateRebuilt: () => m.stateRebuilds.inc(),
     remoteObjectsMissing: (n) => m.remoteObjectsMissing.inc(undefined, n),

@@ -32,6 +32,8 @@ export interface TierdMetrics {
   uploadBytes: Counter;
   /** `tierd_upload_stalled`: 1 while uploads cannot make progress (store outage). */
   uploadStalled: Gauge;
+  /** `tierd_upload_stalled_since_seconds`: when the stall began (epoch seconds); 0 while none. */
+  uploadStalledSince: Gauge;
   /** `tierd_fetches_total{outcome}`: ranged GETs issued for reads. */
   fetches: Counter<"outcome">;
   /** `tierd_fetch_duration_seconds`: time of one read fetch from the store. */
@@ -171,6 +173,10 @@ export function createTierdMetrics(
     uploadStalled: registry.gauge(
       "tierd_upload_stalled",
       "1 while uploads cannot make progress (store outage).",
+    ),
+    uploadStalledSince: registry.gauge(
+      "tierd_upload_stalled_since_seconds",
+      "When the current upload stall began, seconds since the epoch; 0 while uploads flow.",
     ),
     fetches: registry.counter(
       "tierd_fetches_total",

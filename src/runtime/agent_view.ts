@@ -77,9 +77,11 @@ export function agentView(s: AgentViewSources): AgentView {
       };
     },
     store: () => {
+      const since = metrics.uploadStalledSince.value();
       const view: StoreView = {
         stalled: metrics.uploadStalled.value() === 1,
         throttledRequests: throttledTotal(metrics),
+        ...(since > 0 && { stalledSince: since * 1000 }),
       };
       if (s.prices) {
         const cost = requestCost(metrics, s.prices);

@@ -210,7 +210,11 @@ if (await minioAvailable("status page in Chromium") && await chromiumAvailable()
             90_000,
           );
           const banner = await page.locator("#stall").innerText();
-          assert.match(banner, /Uploads stalled: store unreachable: .+/);
+          assert.match(
+            banner,
+            /Uploads stalled since \S+ \S+ UTC \([^)]+\): store unreachable: .+/,
+          );
+          assert.match(banner, /tierd resumes by itself when the store answers/);
           assert.equal(await colorOf(page, "#stall"), RED);
           const cell = page.locator('#partitions [data-problem="stalled"]').first();
           assert.match(await cell.innerText(), /^stalled: store unreachable/);

@@ -58,7 +58,11 @@ function agent(works: Record<string, PartitionWork>, stalled = false): AgentView
         evicted: 0,
       },
     }),
-    store: () => ({ stalled, throttledRequests: 19 }),
+    store: () => ({
+      stalled,
+      throttledRequests: 19,
+      ...(stalled && { stalledSince: 1_750_000_003_000 - 25 * 60_000 }),
+    }),
     bytesPerSecond: () => 200,
     cache: () => ({
       bytes: 512,
@@ -151,7 +155,12 @@ Deno.test("the status sums topics, shows first-pass progress, rate and ETA", () 
   assert.equal(t.copy_rate_bytes_per_second, 200);
   assert.equal(s.cache?.hit_ratio, 0.75);
   assert.equal(s.last_pass?.duration_ms, 2500);
-  assert.deepEqual(s.stalled, { stalled: false, reason: null, throttled_requests: 19 });
+  assert.deepEqual(s.stalled, {
+    stalled: false,
+    since: null,
+    reason: null,
+    throttled_requests: 19,
+  });
   const html = renderStatusFragment(s);
   assert.match(html, /First pass in progress: 1 of 2 partitions, 10 of 14 segments copied/);
   assert.match(html, /hit ratio 75\.0%/);
@@ -176,7 +185,12 @@ Deno.test("a stall shows in red with its reason, per partition and per topic", (
   assert.equal(s.partitions[0].eta_seconds, null);
   assert.match(s.topics[0].problems[0].reason, /^partition 0: store unreachable/);
   const html = renderStatusPage(s);
-  assert.match(html, /<p id="stall" class="bad banner"><b>Uploads stalled<\/b>: store unreachable/);
+  assert.match(
+    html,
+    /<p id="stall" class="bad banner"><b>Uploads stalled since 2025-\S+ \S+ UTC \(25m 0s\)<\/b>: store unreachable/,
+  );
+  assert.equal(s.stalled?.since, 1_750_000_003_000 - 25 * 60_000);
+  assert.match(html, /tierd resumes by itself when the store answers/);
   assert.match(html, /19 throttled requests/);
   assert.match(
     html,

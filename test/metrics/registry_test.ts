@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics, observePartitions } from "../../src/metrics/tierd.ts";
 import { tierObserver } from "../../src/metrics/observers.ts";
+import { systemClock } from "../../providers/clock.ts";
 import { parseExposition, sampleValue } from "./_exposition.ts";
 
 Deno.test("counters, gauges and histograms render with their values", () => {
@@ -150,4 +151,24 @@ Deno.test("tierd_eviction_blocked has one series per waiting partition, labelled
   o.evictionBlocked!(p(1), undefined);
   assert.equal(sample(0, "broker_kept"), undefined);
   assert.equal(sample(1, "broker_running"), undefined);
+});
+
+Deno.test("tierd_upload_stalled_since_seconds holds when the stall began, 0 once uploads flow", () => {
+  const r = new Registry();
+  const m = createTierdMetrics(r);
+  let now = 1_750_000_000_000;
+  const o = tierObserver(m, { ...systemClock, now: () => now });
+  const since = () =>
+    sampleValue(parseExposition(r.render()), "tierd_upload_stalled_since_seconds");
+  assert.equal(since(), 0);
+  o.stalled!(1);
+  assert.equal(since(), 1_750_000_000);
+  now += 60_000;
+  o.stalled!(1); // still the same stall: its start stays
+  assert.equal(since(), 1_750_000_000);
+  o.stalled!(0);
+  assert.equal(since(), 0);
+  now += 60_000;
+  o.stalled!(1);
+  assert.equal(since(), 1_750_000_120, "a new stall starts anew");
 });
