@@ -72,6 +72,7 @@ export function parseConfig(
     }]);
   }
   applySecretEnv(doc, env);
+  applyServiceDirs(doc, env);
 
   // A key nothing acts on yet is refused, never silently ignored.
   const unsupported: ConfigIssue[] = (options.notSupported ?? NOT_SUPPORTED_YET)
@@ -118,6 +119,26 @@ function applySecretEnv(doc: Record<string, unknown>, env: Env): void {
     if (value === undefined || value === "") continue;
     const parent = tableFor(doc, field.path.slice(0, -1));
     if (parent) parent[field.path[field.path.length - 1]] = value;
+  }
+}
+
+/**
+ * Under systemd (`StateDirectory=`, `CacheDirectory=` in the unit), where the config does not
+ * write `agent.state_dir` or `[tiered_storage.cache] path`: the directories the service manager
+ * made for tierd (`$STATE_DIRECTORY`, `$CACHE_DIRECTORY`, the first of each) — not `var/state`
+ * beside a config file in `/etc/tierd`, which the unit keeps read-only.
+ */
+function applyServiceDirs(doc: Record<string, unknown>, env: Env): void {
+  const first = (name: string) => env[name]?.split(":")[0] || undefined;
+  const state = first("STATE_DIRECTORY");
+  if (state && valueAt(doc, ["agent", "state_dir"]) === undefined) {
+    const agent = tableFor(doc, ["agent"]);
+    if (agent) agent.state_dir = state;
+  }
+  const cache = first("CACHE_DIRECTORY");
+  if (cache && valueAt(doc, ["tiered_storage", "cache", "path"]) === undefined) {
+    const table = tableFor(doc, ["tiered_storage", "cache"]);
+    if (table) table.path = cache;
   }
 }
 

@@ -105,7 +105,8 @@ export interface AgentConfig {
   /**
    * tierd's own directory: journals, `.remote` markers, index copies and (by default) the cache.
    * Never `data_dir` or inside it, nor the fs store or the cache or inside them. Absolute after
-   * loading. @default "var/state"
+   * loading. Unset under systemd with `StateDirectory=`: `$STATE_DIRECTORY` (and the cache's
+   * `path`, unset, `$CACHE_DIRECTORY`). @default "var/state"
    */
   state_dir: string;
   /** Where the HTTP API, metrics and status page listen, `host:port`. @default "127.0.0.1:7070" */

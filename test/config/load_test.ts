@@ -267,6 +267,25 @@ Deno.test("relative paths resolve against the config file's directory", () => {
   assert.equal(config.tiered_storage.gcs.service_account_key, join(homedir(), "keys/gcs.json"));
 });
 
+Deno.test("under systemd, unset state and cache dirs are the ones the unit made, never beside /etc/tierd", () => {
+  const env = { STATE_DIRECTORY: "/var/lib/tierd", CACHE_DIRECTORY: "/var/cache/tierd:/elsewhere" };
+  const unset = parseConfig(`[agent]\ndata_dir = "/var/lib/iggy/local_data"\n`, SOURCE, env);
+  assert.equal(unset.agent.state_dir, "/var/lib/tierd");
+  assert.equal(unset.tiered_storage.cache.path, "/var/cache/tierd", "the first of the list");
+  // What the file says wins.
+  const set = parseConfig(
+    `[agent]\ndata_dir = "/var/lib/iggy/local_data"\nstate_dir = "/srv/tierd"\n` +
+      `[tiered_storage.cache]\npath = "/srv/cache"\n`,
+    SOURCE,
+    env,
+  );
+  assert.equal(set.agent.state_dir, "/srv/tierd");
+  assert.equal(set.tiered_storage.cache.path, "/srv/cache");
+  // Outside systemd: beside the config file, as before.
+  const plain = parseConfig(`[agent]\ndata_dir = "/var/lib/iggy/local_data"\n`, SOURCE, {});
+  assert.equal(plain.agent.state_dir, "/etc/tierd/var/state");
+});
+
 Deno.test("a missing config file says so and points at tierd.example.toml", async () => {
   const dir = await tempDir("tierd-config");
   try {
