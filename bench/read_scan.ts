@@ -67,7 +67,59 @@ const KIND_LABEL: Record<ScanKind, string> = {
   direct: "direct streamed GET of each .log, one after another",
 };
 
-interface Scan {
+/** What the agent did over a tierd scan: its CPU, and from its metrics. */
+interface AgentWork {
+  /** The agent's CPU seconds (user + system) over the scan. */
+  cpuSeconds?: number;
+  storeGets: number;
+  /** Full collections the agent's memory guard asked for during the scan. */
+  collections: number;
+  cacheHits: number;
+  cacheMisses: number;
+  fetches: Record<string, number>;
+}
+
+/**
+ * Runs `scan` against `server` (settled before and after) and measures it: its wall time (from
+ * the start of `scan` to its end) and what the agent did meanwhile.
+ */
+async function measured<T>(
+  server: TierdServer,
+  scan: () => Promise<T>,
+): Promise<{ result: T; seconds: number; agent: AgentWork }> {
+  await waitSettled(server);
+  const before = await metrics(server);
+  const cpu0 = await readCpu(server.pid);
+  const t0 = performance.now();
+  const result = await scan();
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = await readCpu(server.pid);
+  await waitSettled(server);
+  const after = await metrics(server);
+  const d = (name: string, filter = "") =>
+    metricSum(after, name, filter) - metricSum(before, name, filter);
+  return {
+    result,
+    seconds,
+    agent: {
+      cpuSeconds: cpu0 && cpu1
+        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        : undefined,
+      storeGets: d("tierd_store_requests_total", 'op="get"'),
+      collections: d("tierd_memory_collections_total"),
+      cacheHits: d("tierd_cache_hits_total"),
+      cacheMisses: d("tierd_cache_misses_total"),
+      fetches: {
+        ok: d("tierd_fetches_total", 'outcome="ok"'),
+        aborted: d("tierd_fetches_total", 'outcome="aborted"'),
+        error: d("tierd_fetches_total", 'outcome="error"'),
+        cache_full: d("tierd_fetches_total", 'outcome="cache_full"'),
+      },
+    },
+  };
+}
+
+interface Scan extends Partial<AgentWork> {
   kind: ScanKind;
   readahead: string;
   delayMs: number;
@@ -75,15 +127,6 @@ interface Scan {
   requests: number;
   seconds: number;
   mbps: number;
-  /** tierd scans only: the agent's CPU seconds (user + system) over the scan. */
-  cpuSeconds?: number;
-  /** tierd scans only: what the agent did, from its metrics. */
-  storeGets?: number;
-  /** Full collections the agent's memory guard asked for during the scan. */
-  collections?: number;
-  cacheHits?: number;
-  cacheMisses?: number;
-  fetches?: Record<string, number>;
 }
 
 /**
@@ -101,36 +144,29 @@ async function scanOnce(
 ): Promise<Scan> {
   const server = await startServer(data, { name, endpoint: proxy?.endpoint });
   try {
-    await waitSettled(server);
-    const before = await metrics(server);
-    const cpu0 = await readCpu(server.pid);
-    let offset = 0n;
-    let bytes = 0;
-    let requests = 0;
-    const t0 = performance.now();
-    while (offset < data.firstLocalOffset) {
-      const headers: Record<string, string> = kind === "off"
-        ? { "x-tierd-reader": `scan-off-${requests}` }
-        : {};
-      const res = await fetch(recordsUrl(data, server, offset, MAX_BYTES), { headers });
-      const body = await res.arrayBuffer();
-      if (res.status !== 200) {
-        throw new Error(
-          `scan at ${offset} answered ${res.status}: ${
-            new TextDecoder().decode(body).slice(0, 300)
-          }`,
-        );
+    const { result: [bytes, requests], seconds, agent } = await measured(server, async () => {
+      let offset = 0n;
+      let bytes = 0;
+      let requests = 0;
+      while (offset < data.firstLocalOffset) {
+        const headers: Record<string, string> = kind === "off"
+          ? { "x-tierd-reader": `scan-off-${requests}` }
+          : {};
+        const res = await fetch(recordsUrl(data, server, offset, MAX_BYTES), { headers });
+        const body = await res.arrayBuffer();
+        if (res.status !== 200) {
+          throw new Error(
+            `scan at ${offset} answered ${res.status}: ${
+              new TextDecoder().decode(body).slice(0, 300)
+            }`,
+          );
+        }
+        bytes += body.byteLength;
+        requests++;
+        offset = BigInt(res.headers.get("x-tierd-next-offset")!);
       }
-      bytes += body.byteLength;
-      requests++;
-      offset = BigInt(res.headers.get("x-tierd-next-offset")!);
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu1 = await readCpu(server.pid);
-    await waitSettled(server);
-    const after = await metrics(server);
-    const d = (name: string, filter = "") =>
-      metricSum(after, name, filter) - metricSum(before, name, filter);
+      return [bytes, requests] as const;
+    });
     return {
       kind,
       readahead: kind === "plain"
@@ -141,19 +177,7 @@ async function scanOnce(
       requests,
       seconds: round(seconds, 3),
       mbps: round(bytes / 1e6 / seconds, 1),
-      cpuSeconds: cpu0 && cpu1
-        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
-        : undefined,
-      storeGets: d("tierd_store_requests_total", 'op="get"'),
-      collections: d("tierd_memory_collections_total"),
-      cacheHits: d("tierd_cache_hits_total"),
-      cacheMisses: d("tierd_cache_misses_total"),
-      fetches: {
-        ok: d("tierd_fetches_total", 'outcome="ok"'),
-        aborted: d("tierd_fetches_total", 'outcome="aborted"'),
-        error: d("tierd_fetches_total", 'outcome="error"'),
-        cache_full: d("tierd_fetches_total", 'outcome="cache_full"'),
-      },
+      ...agent,
     };
   } finally {
     await server.stop();
@@ -365,7 +389,7 @@ async function diagnose(data: ReadData, config: string) {
 }
 
 /** One run of the concurrent scan: 16 clients (or 16 GET streams), one per partition, at once. */
-interface ConcurrentScan {
+interface ConcurrentScan extends Partial<AgentWork> {
   kind: "plain" | "direct";
   delayMs: number;
   clients: number;
@@ -381,13 +405,6 @@ interface ConcurrentScan {
   clientSeconds: ReturnType<typeof summary>;
   /** tierd runs only: 503 answers (each retried after its Retry-After). */
   answers503?: number;
-  /** tierd runs only: the agent's CPU seconds (user + system) over the run. */
-  cpuSeconds?: number;
-  storeGets?: number;
-  collections?: number;
-  cacheHits?: number;
-  cacheMisses?: number;
-  fetches?: Record<string, number>;
 }
 
 /** What one client of a concurrent run did. */
@@ -469,35 +486,16 @@ async function concurrentTierdScan(
 ): Promise<ConcurrentScan> {
   const server = await startServer(data, { name, endpoint: proxy.endpoint });
   try {
-    await waitSettled(server);
-    const before = await metrics(server);
-    const cpu0 = await readCpu(server.pid);
-    const t0 = performance.now();
-    const clients = await Promise.all(data.partitions.map((p) => plainClient(data, server, p)));
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu1 = await readCpu(server.pid);
-    await waitSettled(server);
-    const after = await metrics(server);
-    const d = (name: string, filter = "") =>
-      metricSum(after, name, filter) - metricSum(before, name, filter);
+    const { result: clients, seconds, agent } = await measured(
+      server,
+      () => Promise.all(data.partitions.map((p) => plainClient(data, server, p))),
+    );
     return {
       kind: "plain",
       delayMs: proxy.delayMs,
       ...concurrentFigures(clients, seconds),
       answers503: clients.reduce((n, c) => n + c.answers503, 0),
-      cpuSeconds: cpu0 && cpu1
-        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
-        : undefined,
-      storeGets: d("tierd_store_requests_total", 'op="get"'),
-      collections: d("tierd_memory_collections_total"),
-      cacheHits: d("tierd_cache_hits_total"),
-      cacheMisses: d("tierd_cache_misses_total"),
-      fetches: {
-        ok: d("tierd_fetches_total", 'outcome="ok"'),
-        aborted: d("tierd_fetches_total", 'outcome="aborted"'),
-        error: d("tierd_fetches_total", 'outcome="error"'),
-        cache_full: d("tierd_fetches_total", 'outcome="cache_full"'),
-      },
+      ...agent,
     };
   } finally {
     await server.stop();
