@@ -146,15 +146,19 @@ export class BrokerPresence implements BrokerWatch {
   }
 }
 
-/**
- * The broker's HTTP API as its runtime config names it (`[http] address`; a wildcard host is
- * asked on loopback), else Iggy's default.
- */
-export async function brokerHttpUrl(dataDir: string): Promise<string> {
-  return await brokerHttpUrlFromConfig(dataDir) ?? `http://${IGGY_DEFAULT_HTTP}`;
+/** What {@link BrokerPresence} looks at for `dataDir`, in words (the start's log line). */
+export async function presenceChecks(dataDir: string): Promise<string> {
+  const configured = await brokerHttpUrlFromConfig(dataDir);
+  return configured
+    ? `${configured}/ping and files held open for writing`
+    : `files held open for writing (http://${IGGY_DEFAULT_HTTP}/ping where there is no process ` +
+      "table to scan)";
 }
 
-/** The broker's HTTP API as its runtime config names it; undefined without one. */
+/**
+ * The broker's HTTP API as its runtime config names it (`[http] address`; a wildcard host is
+ * asked on loopback); undefined without one.
+ */
 async function brokerHttpUrlFromConfig(dataDir: string): Promise<string | undefined> {
   let address: string;
   try {

@@ -4,7 +4,7 @@
 import type { Clock } from "../../providers/clock.ts";
 import { type Config, resolveEvictVia } from "../config/schema.ts";
 import { BrokerClient } from "./broker_client.ts";
-import { brokerHttpUrl, BrokerPresence, type BrokerWatch } from "./broker_presence.ts";
+import { BrokerPresence, type BrokerWatch, presenceChecks } from "./broker_presence.ts";
 import { BrokerEvictor, type Evictor, GuardedUnlinkEvictor, UnlinkEvictor } from "./evictor.ts";
 
 /** What the choice is made from: the config, and the broker client or watch a caller passes. */
@@ -52,7 +52,7 @@ export async function describeEviction(
       fields: {
         evict_via: "auto",
         data_dir: config.agent.data_dir,
-        checks: `${await brokerHttpUrl(config.agent.data_dir)}/ping and files held open`,
+        checks: await presenceChecks(config.agent.data_dir),
       },
     };
   }

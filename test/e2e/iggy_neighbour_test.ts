@@ -276,7 +276,7 @@ async function autoBesideRunningBroker(t: Deno.TestContext, version: IggyVersion
       );
       assert.equal(start.length, 1);
       assert.equal(start[0].level, "info");
-      assert.equal(start[0].checks, `${broker.httpUrl}/ping and files held open`);
+      assert.equal(start[0].checks, `${broker.httpUrl}/ping and files held open for writing`);
     });
 
     await steps.run(

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  brokerHttpUrl,
   BrokerPresence,
   IGGY_DEFAULT_HTTP,
+  presenceChecks,
   scanOpenFiles,
 } from "../../src/tier/broker_presence.ts";
 import { FakeClock } from "../_fake_clock.ts";
@@ -105,26 +105,31 @@ Deno.test("presence: without a process table the scan is skipped, and says so", 
   }
 });
 
-Deno.test("presence: the broker's HTTP API is asked where its runtime config says, else at Iggy's default", async () => {
+Deno.test("presence: the broker's HTTP API is asked where its runtime config says; without one, files held open for writing", async () => {
   const tmp = await tempDir("tierd-presence");
   const { dir } = await dataDir(tmp.path);
   try {
-    assert.equal(await brokerHttpUrl(dir), `http://${IGGY_DEFAULT_HTTP}`);
+    const unconfigured = `files held open for writing (http://${IGGY_DEFAULT_HTTP}/ping where ` +
+      "there is no process table to scan)";
+    assert.equal(await presenceChecks(dir), unconfigured);
     await mkdir(join(dir, "runtime"));
     const config = join(dir, "runtime", "current_config.toml");
     await writeFile(
       config,
       '[tcp]\naddress = "127.0.0.1:8090"\n\n[http]\nenabled = true\naddress = "127.0.0.1:38827"\n',
     );
-    assert.equal(await brokerHttpUrl(dir), "http://127.0.0.1:38827");
+    assert.equal(
+      await presenceChecks(dir),
+      "http://127.0.0.1:38827/ping and files held open for writing",
+    );
     await writeFile(config, '[http]\naddress = "0.0.0.0:3001"\n');
     assert.equal(
-      await brokerHttpUrl(dir),
-      "http://127.0.0.1:3001",
+      await presenceChecks(dir),
+      "http://127.0.0.1:3001/ping and files held open for writing",
       "a wildcard is asked on loopback",
     );
     await writeFile(config, "not = [toml");
-    assert.equal(await brokerHttpUrl(dir), `http://${IGGY_DEFAULT_HTTP}`);
+    assert.equal(await presenceChecks(dir), unconfigured);
   } finally {
     await tmp.cleanup();
   }
