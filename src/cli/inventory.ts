@@ -72,11 +72,10 @@ export async function inventory(
   const journals = new JournalStateReader(config.agent.state_dir);
   const out: PartitionEntry[] = [];
   const brokers = await discoverPartitions(config.agent.data_dir, wanted);
-  const label = (id: PartitionId) => partitionLabel(id);
-  const onBroker = new Set(brokers.map(label));
+  const onBroker = new Set(brokers.map(partitionLabel));
   // The state dir has the broker's layout: its partition folders are found the same way.
   const stateOnly = (await discoverPartitions(config.agent.state_dir, wanted))
-    .filter((p) => !onBroker.has(label(p)))
+    .filter((p) => !onBroker.has(partitionLabel(p)))
     .map((p) => ({ ...p, dir: undefined }));
   const parts = [...brokers, ...stateOnly].sort((a, b) =>
     a.stream - b.stream || a.topic - b.topic || a.partition - b.partition
