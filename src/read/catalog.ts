@@ -193,7 +193,7 @@ function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): R
       if (r.state === "LOST_BEFORE_UPLOAD" || r.state === "HOLE") lost.push(r);
       const position = { partition, base };
       base += r.meta?.size ?? 0;
-      if (r.state !== "COPY_SEGMENT_FINISHED" || !r.meta) continue;
+      if (r.state !== "COPY_SEGMENT_FINISHED") continue;
       segments.push({
         kind: "segment",
         start: r.start,

@@ -5,7 +5,13 @@ import type { JournalEvent, SegmentEvent } from "./events.ts";
 import type { SegmentRecord, SegmentState } from "./segment_record.ts";
 import { SegmentTable } from "./segment_table.ts";
 
-export type { SegmentRecord, SegmentState } from "./segment_record.ts";
+export type {
+  CopiedRecord,
+  RecordWithCopy,
+  SegmentRecord,
+  SegmentState,
+} from "./segment_record.ts";
+export { hasCopy } from "./segment_record.ts";
 
 /** A partition's state, folded from its journal. */
 export interface PartitionState {
@@ -498,22 +504,21 @@ function planSegment(state: PartitionState, event: SegmentEvent): SegmentRecord 
         danglingReason: event.reason,
       };
     case "delete_started": {
-      const expected = event.cause === "dangling" ? "DANGLING" : "COPY_SEGMENT_FINISHED";
-      if (prev?.state !== expected) refuse(`a ${event.cause} delete starts from ${expected}`);
-      return {
-        ...prev!,
-        state: "DELETE_SEGMENT_STARTED",
-        since: event.at,
-        deleteCause: event.cause,
-      };
+      const at = { state: "DELETE_SEGMENT_STARTED", since: event.at } as const;
+      if (event.cause === "dangling") {
+        if (prev?.state !== "DANGLING") return refuse("a dangling delete starts from DANGLING");
+        return { ...prev, ...at, deleteCause: "dangling" };
+      }
+      if (prev?.state !== "COPY_SEGMENT_FINISHED") {
+        return refuse(`a ${event.cause} delete starts from COPY_SEGMENT_FINISHED`);
+      }
+      return { ...prev, ...at, deleteCause: event.cause };
     }
-    case "delete_finished":
-      if (prev?.state !== "DELETE_SEGMENT_STARTED") refuse("no delete in progress");
-      return {
-        ...without(prev!, "uploadId", "multipartKey"),
-        state: "DELETE_SEGMENT_FINISHED",
-        since: event.at,
-      };
+    case "delete_finished": {
+      if (prev?.state !== "DELETE_SEGMENT_STARTED") return refuse("no delete in progress");
+      const { uploadId: _u, multipartKey: _m, ...rest } = prev;
+      return { ...rest, state: "DELETE_SEGMENT_FINISHED", since: event.at };
+    }
     case "evicted":
       if (prev?.state !== "COPY_SEGMENT_FINISHED") refuse("only a verified copy can be evicted");
       if (prev!.evicted) refuse("already evicted");

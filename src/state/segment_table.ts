@@ -170,7 +170,8 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
     const u = row * U64_PER_ROW;
     const f = row * F64_PER_ROW;
     const flags = this.#flags[row];
-    const record: SegmentRecord = {
+    // Rows are only ever written from whole records, so the row reads back as one of the union.
+    const record = {
       start: this.#u64[u],
       generation: this.generation,
       state: STATES[flags & STATE_MASK],
@@ -188,7 +189,7 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
         },
       }),
       ...this.#extras.get(row),
-    };
+    } as SegmentRecord;
     return record;
   }
 

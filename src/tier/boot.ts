@@ -8,7 +8,13 @@ import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
-import { getSegment, type PartitionState, retiredOf, segmentsOf } from "../state/segment_state.ts";
+import {
+  getSegment,
+  hasCopy,
+  type PartitionState,
+  retiredOf,
+  segmentsOf,
+} from "../state/segment_state.ts";
 import { judgeIncarnation, type KnownSegment } from "./incarnation_evidence.ts";
 import type { KeySpace, PartitionLedger } from "./partition_ledger.ts";
 import { listLocal, type PhaseContext } from "./phase.ts";
@@ -229,11 +235,11 @@ function reappeared(local: readonly SegmentFiles[], s: PartitionState): boolean 
 
 /** The verified copies of the current generation a journal knows. */
 function knownByJournal(s: PartitionState): KnownSegment[] {
-  return segmentsOf(s).filter((r) => r.meta && r.generation === s.generation).map((r) => ({
+  return segmentsOf(s).filter(hasCopy).map((r) => ({
     start: r.start,
-    endOffset: r.meta!.endOffset,
-    size: r.meta!.size,
-    checksum: r.meta!.checksum,
+    endOffset: r.meta.endOffset,
+    size: r.meta.size,
+    checksum: r.meta.checksum,
   }));
 }
 

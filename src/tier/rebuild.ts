@@ -10,7 +10,7 @@ import { fromUserMetadata } from "../layout/object_metadata.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
-import { getSegment, segmentsOf } from "../state/segment_state.ts";
+import { getSegment, hasCopy, segmentsOf } from "../state/segment_state.ts";
 import { hashFile } from "./file_hash.ts";
 import {
   type IncarnationVerdict,
@@ -328,9 +328,9 @@ export async function adoptFromBucket(
   );
   // Only a prefix-consistent chain may be adopted: a segment whose range overlaps a record
   // the journal has is not ours to invent.
-  const known = segmentsOf(state).filter((r) => r.meta);
+  const known = segmentsOf(state).filter(hasCopy);
   const fits = inventory.segments.filter((s) =>
-    !known.some((r) => s.start <= r.meta!.endOffset && r.start <= s.facts.endOffset)
+    !known.some((r) => s.start <= r.meta.endOffset && r.start <= s.facts.endOffset)
   );
   await recordCopies(ctx, ledger, fits, local);
   return { adopted: fits.length, problems: inventory.problems };

@@ -8,7 +8,7 @@ import {
   type ManifestSegment,
 } from "../../layout/manifest.ts";
 import { manifestKey } from "../../layout/object_keys.ts";
-import { segmentsOf } from "../../state/segment_state.ts";
+import { type CopiedRecord, segmentsOf } from "../../state/segment_state.ts";
 import { VERSION } from "../../version.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
@@ -27,8 +27,8 @@ export function manifestOf(
   const loc = t.ledger.location();
   const records = segmentsOf(state);
   const segments: ManifestSegment[] = records
-    .filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta)
-    .map((r) => ({ start: r.start, evicted: r.evicted, ...r.meta! }));
+    .filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED")
+    .map((r) => ({ start: r.start, evicted: r.evicted, ...r.meta }));
   // A range without a recorded end reaches up to the next record.
   const rangesIn = (kind: "LOST_BEFORE_UPLOAD" | "HOLE"): ManifestRange[] =>
     records.filter((r) => r.state === kind).map((r) => {

@@ -7,7 +7,7 @@
 import { probeAbsence } from "../../../providers/absence.ts";
 import { type ObjectHead, StoreError } from "../../../providers/types.ts";
 import { fromUserMetadata, sameSegment } from "../../layout/object_metadata.ts";
-import type { SegmentRecord } from "../../state/segment_state.ts";
+import type { CopiedRecord } from "../../state/segment_state.ts";
 import { segmentsOf } from "../../state/segment_state.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
@@ -71,12 +71,11 @@ export async function verifyCopies(env: JobEnv): Promise<JobOutcome> {
 }
 
 /** The partition's copies below the floor not yet verified in this pass, oldest first. */
-function toVerify(t: Tended, after: bigint): SegmentRecord[] {
+function toVerify(t: Tended, after: bigint): CopiedRecord[] {
   const state = t.ledger.state;
   return segmentsOf(state)
-    .filter((r) =>
-      r.state === "COPY_SEGMENT_FINISHED" && r.meta && r.start > after &&
-      r.meta.endOffset <= state.floor
+    .filter((r): r is CopiedRecord =>
+      r.state === "COPY_SEGMENT_FINISHED" && r.start > after && r.meta.endOffset <= state.floor
     )
     .sort((a, b) => (a.start < b.start ? -1 : 1));
 }
@@ -85,10 +84,10 @@ function toVerify(t: Tended, after: bigint): SegmentRecord[] {
 export async function checkCopy(
   env: Pick<JobEnv, "store">,
   t: Tended,
-  rec: SegmentRecord,
+  rec: CopiedRecord,
 ): Promise<CopyProblem | undefined> {
   const keys = t.ledger.keys(rec.start, rec.generation);
-  const meta = rec.meta!;
+  const meta = rec.meta;
   const head = await headOrMissing(env, keys.log);
   if (head === "gone") return { key: keys.log, kind: "missing", detail: "the object is gone" };
   if (head === "unreadable") {
@@ -164,7 +163,7 @@ async function headOrMissing(
 async function report(
   env: JobEnv,
   t: Tended,
-  rec: SegmentRecord,
+  rec: CopiedRecord,
   problem: CopyProblem,
   out: JobOutcome,
 ): Promise<void> {
@@ -172,7 +171,7 @@ async function report(
   const fields = {
     partition: t.ledger.label,
     segment: rec.start,
-    end_offset: rec.meta!.endOffset,
+    end_offset: rec.meta.endOffset,
     key: problem.key,
     problem: problem.kind,
     detail: problem.detail,

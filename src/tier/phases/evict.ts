@@ -223,7 +223,7 @@ async function verifyChosen(
   const ready: SegmentFiles[] = [];
   for (const c of chosen) {
     const seg = input.segments.find((s) => s.start === c.start)!;
-    const rec = getSegment(ledger.state, ledger.state.generation, c.start)!;
+    const rec = getSegment(ledger.state, ledger.state.generation, c.start);
     try {
       await verifyOne(ctx, ledger, seg, rec, format);
       ready.push(seg);
@@ -240,8 +240,8 @@ async function verifyChosen(
         // The broker still has the bytes: copy them again (cleanup first, as for any failed copy).
         await ledger.record({
           type: "dangling",
-          segment: rec.start,
-          generation: rec.generation,
+          segment: c.start,
+          generation: ledger.state.generation,
           reason: `eviction: remote copy damaged: ${(err as Error).message}`.slice(0, 500),
           at: ctx.clock.now(),
         });
@@ -299,10 +299,15 @@ async function verifyOne(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   seg: SegmentFiles,
-  rec: SegmentRecord,
+  rec: SegmentRecord | undefined,
   format: FormatName,
 ): Promise<void> {
-  const meta = rec.meta!;
+  if (rec?.state !== "COPY_SEGMENT_FINISHED") {
+    throw new Error(
+      `segment ${seg.start} has no verified copy to prove (${rec?.state ?? "LOCAL"})`,
+    );
+  }
+  const meta = rec.meta;
   // The local file must be the segment that was copied (a purge that regrew past the floor
   // while the agent was down leaves other bytes under the same name and size), and the store
   // must hold its bytes: both in one read of the file.

@@ -5,7 +5,12 @@
 import type { TopicConfig } from "../../config/schema.ts";
 import { deletableUnder, readConsumerBarrier } from "../../partition/consumer_offsets.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { getSegment, segmentsOf } from "../../state/segment_state.ts";
+import {
+  type CopiedRecord,
+  getSegment,
+  type RecordWithCopy,
+  segmentsOf,
+} from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import {
   noProblems,
@@ -56,7 +61,7 @@ export async function retentionPhase(
   const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0 };
   const { topic, budget } = input;
   const records = segmentsOf(ledger.state);
-  const started = records.filter((r) =>
+  const started = records.filter((r): r is RecordWithCopy =>
     r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "retention"
   );
   const unlimited = !Number.isFinite(topic.message_expiry) &&
@@ -78,9 +83,9 @@ export async function retentionPhase(
   const generation = ledger.state.generation;
   // Resume deletions a crash or a store failure interrupted (unless a consumer has since moved
   // back onto them), then choose new ones.
-  const resume = started.filter((r) => deletableUnder(barrier, r.meta!.endOffset));
-  const remote = records.filter((r) => r.state === "COPY_SEGMENT_FINISHED" && r.meta);
-  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta!.size : 0), 0) +
+  const resume = started.filter((r) => deletableUnder(barrier, r.meta.endOffset));
+  const remote = records.filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED");
+  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta.size : 0), 0) +
     input.segments.reduce((n, s) => n + s.logSize, 0);
   const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
   const limit = Math.max(
@@ -90,9 +95,9 @@ export async function retentionPhase(
   const chosen = chooseRetentionDeletes(
     remote.map((r) => ({
       start: r.start,
-      endOffset: r.meta!.endOffset,
-      size: r.meta!.size,
-      maxTimestamp: r.meta!.maxTimestamp,
+      endOffset: r.meta.endOffset,
+      size: r.meta.size,
+      maxTimestamp: r.meta.maxTimestamp,
       evicted: r.evicted,
     })),
     totalBytes,
