@@ -35,13 +35,8 @@ export * from "./metadata.ts";
 export * from "./external_account.ts";
 
 /** The sources `credentials_source` may name. */
-export type GcsSourceName =
-  | "auto"
-  | "service_account"
-  | "external_account"
-  | "metadata"
-  | "static"
-  | "none";
+export type { GcsSourceName } from "../credentials/sources.ts";
+import type { GcsSourceName } from "../credentials/sources.ts";
 
 /** The order of the ADC chain. */
 export const GCS_AUTO_CHAIN = [

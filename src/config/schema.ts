@@ -3,6 +3,15 @@
 // "unlimited"); the schema is a codec, so a parsed config encodes back to the file's text form.
 // Rules that relate several keys live in `rules.ts`.
 import { z } from "zod";
+import {
+  AWS_CREDENTIAL_SOURCES,
+  type AwsSourceName,
+  AZURE_CREDENTIAL_SOURCES,
+  type AzureSourceName,
+  GCS_CREDENTIAL_SOURCES,
+  type GcsSourceName,
+  sourcesMessage,
+} from "../../providers/credentials/sources.ts";
 import { LISTEN_EXPECTED, parseListen } from "./listen.ts";
 import {
   AZURE_ACCOUNT_EXPECTED,
@@ -212,31 +221,11 @@ export interface HousekeepingConfig {
 }
 
 /** The credential sources of `[tiered_storage.s3]`. */
-export type AwsCredentialsSource =
-  | "auto"
-  | "static"
-  | "env"
-  | "profile"
-  | "web_identity"
-  | "container"
-  | "imds"
-  | "none";
+export type AwsCredentialsSource = AwsSourceName;
 /** The credential sources of `[tiered_storage.gcs]`. */
-export type GcsCredentialsSource =
-  | "auto"
-  | "service_account"
-  | "external_account"
-  | "metadata"
-  | "static"
-  | "none";
+export type GcsCredentialsSource = GcsSourceName;
 /** The credential sources of `[tiered_storage.azure]`. */
-export type AzureCredentialsSource =
-  | "auto"
-  | "shared_key"
-  | "sas"
-  | "workload_identity"
-  | "client_secret"
-  | "managed_identity";
+export type AzureCredentialsSource = AzureSourceName;
 
 /** `[tiered_storage.s3]`: AWS S3 and S3-compatible stores. */
 export interface S3Config {
@@ -872,11 +861,8 @@ const s3Schema = z.strictObject({
   secret_key: z.string().prefault(""),
   session_token: z.string().prefault(""),
   credentials_source: z.enum(
-    ["auto", "static", "env", "profile", "web_identity", "container", "imds", "none"],
-    {
-      message:
-        'one of "auto", "static", "env", "profile", "web_identity", "container", "imds", "none"',
-    },
+    AWS_CREDENTIAL_SOURCES,
+    { message: sourcesMessage(AWS_CREDENTIAL_SOURCES) },
   ).prefault("auto"),
   profile: z.string().prefault(""),
   web_identity_token_file: z.string().prefault(""),
@@ -914,10 +900,8 @@ const gcsSchema = z.strictObject({
   prefix: PREFIX.prefault("iggy"),
   endpoint: httpUrl("Google's endpoint").prefault(""),
   credentials_source: z.enum(
-    ["auto", "service_account", "external_account", "metadata", "static", "none"],
-    {
-      message: 'one of "auto", "service_account", "external_account", "metadata", "static", "none"',
-    },
+    GCS_CREDENTIAL_SOURCES,
+    { message: sourcesMessage(GCS_CREDENTIAL_SOURCES) },
   ).prefault("auto"),
   service_account_key: z.string().prefault(""),
   credentials_file: z.string().prefault(""),
@@ -939,11 +923,8 @@ const azureSchema = z.strictObject({
   shared_key: named(AZURE_KEY_EXPECTED, base64Problem).prefault(""),
   sas_token: z.string().prefault(""),
   credentials_source: z.enum(
-    ["auto", "shared_key", "sas", "workload_identity", "client_secret", "managed_identity"],
-    {
-      message:
-        'one of "auto", "shared_key", "sas", "workload_identity", "client_secret", "managed_identity"',
-    },
+    AZURE_CREDENTIAL_SOURCES,
+    { message: sourcesMessage(AZURE_CREDENTIAL_SOURCES) },
   ).prefault("auto"),
   client_id: z.string().prefault(""),
   tenant_id: z.string().prefault(""),

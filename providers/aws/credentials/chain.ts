@@ -24,16 +24,8 @@ import { ContainerSource } from "./container.ts";
 import { ImdsSource } from "./imds.ts";
 import { AssumeRoleSource } from "./assume_role.ts";
 
-/** The sources `credentials_source` may name. */
-export type AwsSourceName =
-  | "auto"
-  | "static"
-  | "env"
-  | "profile"
-  | "web_identity"
-  | "container"
-  | "imds"
-  | "none";
+export type { AwsSourceName } from "../../credentials/sources.ts";
+import type { AwsSourceName } from "../../credentials/sources.ts";
 
 /** The order of the auto chain. */
 export const AWS_AUTO_CHAIN = [

@@ -15,13 +15,8 @@ import { AadTokenSource } from "./aad.ts";
 import { ManagedIdentityTokenSource } from "./managed_identity.ts";
 
 /** The sources `credentials_source` may name. */
-export type AzureSourceName =
-  | "auto"
-  | "shared_key"
-  | "sas"
-  | "workload_identity"
-  | "client_secret"
-  | "managed_identity";
+export type { AzureSourceName } from "../../credentials/sources.ts";
+import type { AzureSourceName } from "../../credentials/sources.ts";
 
 /** The order of the auto chain. */
 export const AZURE_AUTO_CHAIN = [
