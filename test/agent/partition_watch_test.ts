@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { PartitionWatch, topicChain, type WatchFn } from "../../src/cli/partition_watch.ts";
+import { PartitionWatch, topicChain, type WatchFn } from "../../src/agent/partition_watch.ts";
 import { capturingLogger } from "../_model/tier_harness.ts";
 import { tempDir } from "../_util.ts";
 
