@@ -1,5 +1,5 @@
 // Small helpers every benchmark uses: medians, progress lines, sizes (the seeded PRNG is
-// ../providers/rng.ts).
+// ../src/base/rng.ts).
 
 /** The median of `values` (the mean of the middle two for an even count). */
 export function median(values: readonly number[]): number {

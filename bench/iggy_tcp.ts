@@ -24,8 +24,8 @@ import { readBudgetBytes } from "../src/read/read_budget.ts";
 import { findIggy, IGGY_ROOT, type IggyServer, startIggy } from "../test/fixtures/iggy.ts";
 import { IggyHttp } from "../test/e2e/_iggy_http.ts";
 import { logStarts } from "../test/e2e/_iggy_watch.ts";
-import { seededUint32 } from "../providers/rng.ts";
-import { concatBytes } from "../providers/bytes.ts";
+import { seededUint32 } from "../src/base/rng.ts";
+import { concatBytes } from "../src/base/bytes.ts";
 import type { PollMessagesRequest } from "../src/iggy_tcp/wire.ts";
 import {
   IggyTcpClient,

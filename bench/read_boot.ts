@@ -11,7 +11,7 @@
 // is in the details.
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { concatBytes } from "../providers/bytes.ts";
+import { concatBytes } from "../src/base/bytes.ts";
 import { freePort } from "../test/fixtures/_server.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import { parseConfig } from "../src/config/load.ts";

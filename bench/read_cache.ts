@@ -19,7 +19,7 @@ import type {
 import { recordResult } from "./_results.ts";
 import { WORK_DIR } from "./_segments.ts";
 import { MiB, progress, round } from "./_stats.ts";
-import { seededRandom } from "../providers/rng.ts";
+import { seededRandom } from "../src/base/rng.ts";
 
 const CHUNK = 1 * MiB;
 const SEGMENT_SIZE = 4 * MiB;

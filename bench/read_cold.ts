@@ -17,7 +17,7 @@ import { readRecords } from "../src/read/read_records.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import { recordResult } from "./_results.ts";
 import { median, MiB, progress, round } from "./_stats.ts";
-import { seededRandom } from "../providers/rng.ts";
+import { seededRandom } from "../src/base/rng.ts";
 import { waitForQuiet } from "./_proc.ts";
 import {
   entryAt,

@@ -4,7 +4,7 @@
 // data directory), then served by fresh `tierd run` processes — each with its own empty chunk
 // cache — that the benchmarks read through the HTTP API exactly as a consumer would.
 import { join } from "node:path";
-import { concatBytes } from "../providers/bytes.ts";
+import { concatBytes } from "../src/base/bytes.ts";
 import { freePort } from "../test/fixtures/_server.ts";
 import { codecFor } from "../src/format/codecs.ts";
 import type { IndexEntry } from "../src/format/types.ts";

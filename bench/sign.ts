@@ -15,7 +15,7 @@ import {
 } from "../providers/s3/sigv4.ts";
 import { recordResult } from "./_results.ts";
 import { median, progress, round } from "./_stats.ts";
-import { seededRandom } from "../providers/rng.ts";
+import { seededRandom } from "../src/base/rng.ts";
 
 /** Options of {@link runSignBench}. */
 export interface SignBenchOptions {

@@ -15,7 +15,7 @@ import { FsStore } from "../providers/fs/store.ts";
 import { S3Store } from "../providers/s3/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import { uploadFile } from "../providers/upload.ts";
-import { seededUint32 } from "../providers/rng.ts";
+import { seededUint32 } from "../src/base/rng.ts";
 import { initHashes } from "../src/hash.ts";
 import { hashFile } from "../src/tier/file_hash.ts";
 import { type ContentProof, verifyContent } from "../src/tier/verify_content.ts";

@@ -1,5 +1,5 @@
 // Per-key deletes with bounded concurrency (GCS and Azure delete one object per request).
-import { forEachBounded } from "./concurrency.ts";
+import { forEachBounded } from "../src/base/concurrency.ts";
 import { classify, type DeleteFailure, StoreError } from "./types.ts";
 
 /**

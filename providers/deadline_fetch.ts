@@ -5,7 +5,7 @@
 // gets it unwrapped and keeps the stall deadline while it reads. `openStore` wraps the stores'
 // fetch with it (`fetch_timeout` for both), so every request of the read path and of the worker
 // has these deadlines besides the transport's whole-request timeout (providers/http.ts).
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../src/base/clock.ts";
 import { BODY_WATCH, type BodyWatch, type FetchFn, WATCHES_BODY } from "./http.ts";
 
 /** The deadlines of {@link deadlineFetch}, in milliseconds. */

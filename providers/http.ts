@@ -2,9 +2,9 @@
 // timeout, bodies always as bounded `Uint8Array`s with an explicit Content-Length (Deno sends a
 // ReadableStream chunked, which S3 and Azure reject), and whole-body reads that notice
 // truncation. Network failures become `Transport` errors; the caller's abort stays an AbortError.
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../src/base/clock.ts";
 import { where } from "./_errors.ts";
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "../src/base/bytes.ts";
 import { StoreError } from "./types.ts";
 
 /** The subset of `fetch` the providers use; inject one in tests. */

@@ -2,7 +2,7 @@
 // the store and the prefix when a hostile or broken store would make it endless (a token seen
 // before, keys that do not advance, pages without end, no new key for too long). Every paging
 // loop in tierd runs its pages through one `PageGuard`.
-import { type Clock, systemClock, withTimeout } from "./clock.ts";
+import { type Clock, systemClock, withTimeout } from "../src/base/clock.ts";
 import { compareUtf8 } from "./key_rules.ts";
 import { type ObjectInfo, type ObjectStore, StoreError, type StoreErrorKind } from "./types.ts";
 

@@ -1,6 +1,6 @@
 // Throttling slows the operation class that met it: a 429 / 503 SlowDown on an upload spaces
 // out every partition's uploads for a while, not just the one retry chain that saw it.
-import { type Clock, sleep, systemClock } from "./clock.ts";
+import { type Clock, sleep, systemClock } from "../src/base/clock.ts";
 
 const STEP_MS = 100;
 const MAX_MS = 5_000;

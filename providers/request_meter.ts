@@ -1,7 +1,7 @@
 // How busy the store is: a decorator that counts every request into one-second buckets, so
 // background work can wait until the agent is idle (fewer requests per second than a
 // threshold, for a while) before it spends its own.
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../src/base/clock.ts";
 import { decorateStore } from "./decorate.ts";
 import type { ObjectStore } from "./types.ts";
 

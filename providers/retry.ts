@@ -1,7 +1,7 @@
 // Shared retry plumbing for store calls: exponential backoff with full jitter, a tree of
 // deadlines, and one retry loop that retries only what `isRetryable` says and slows down when
 // throttled. Time and randomness are injected so tests never sleep.
-import { type Clock, sleep, systemClock } from "./clock.ts";
+import { type Clock, sleep, systemClock } from "../src/base/clock.ts";
 import { isRetryable, StoreError } from "./types.ts";
 
 /** Options of {@linkcode backoffDelay}. */

@@ -2,7 +2,7 @@
 // retries store faults (and only those: see `isRetryable`) with full-jitter backoff, never past
 // its deadline, spaced out while its operation class is being throttled. All deadlines hang
 // under one root, so cancelling the root (the stop signal) cancels every call in flight.
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../src/base/clock.ts";
 import { decorateStore, type StoreOp } from "./decorate.ts";
 import type { OpClassPacer } from "./pacer.ts";
 import { Deadline, withRetry } from "./retry.ts";

@@ -5,7 +5,7 @@
 // while it was read is never published), and a store that wants the whole object's checksum at
 // completion gets it.
 import { type FileHandle, open } from "node:fs/promises";
-import { readInto } from "./bytes.ts";
+import { readInto } from "../src/base/bytes.ts";
 import { type ChecksumHasher, createChecksum } from "./checksum.ts";
 import { MAX_PART_NUMBER } from "./_rules.ts";
 import { BufferedMultipartWriter, type MultipartWriterOptions } from "./multipart_writer.ts";

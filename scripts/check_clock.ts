@@ -1,4 +1,4 @@
-// CI check: tierd reads the time and waits only through its `Clock` (providers/clock.ts), so
+// CI check: tierd reads the time and waits only through its `Clock` (src/base/clock.ts), so
 // tests can run it on a fake clock. Fails on a raw `Date.now()`, `new Date()` without an
 // argument, `performance.now()`, or a `setTimeout`/`setInterval`/`setImmediate` timer in the
 // agent's code (main.ts, src/, providers/) outside the clock module. Comments and strings are
@@ -7,7 +7,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 
 /** The one module allowed to touch the real clock. */
-export const CLOCK_MODULE = "providers/clock.ts";
+export const CLOCK_MODULE = "src/base/clock.ts";
 
 /** What the check looks for, with the name it reports. */
 const RAW_TIME: readonly { name: string; pattern: RegExp }[] = [
@@ -137,7 +137,7 @@ if (import.meta.main) {
   }
   if (uses.length > 0) {
     console.error(
-      `check:clock: ${uses.length} raw time use(s); take a Clock (providers/clock.ts) instead`,
+      `check:clock: ${uses.length} raw time use(s); take a Clock (src/base/clock.ts) instead`,
     );
     Deno.exit(1);
   }

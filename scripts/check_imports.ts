@@ -1,6 +1,8 @@
 // `deno task check:imports`: fails (exit 1) on an import cycle between the repository's modules,
-// type-only imports included, or on an import of a provider's private `_` file from outside
-// providers/. The graph comes from `deno info --json`, so imports are read by Deno's own parser.
+// type-only imports included, on an import of a provider's private `_` file from outside
+// providers/, or on an import against the layers (LAYERS, as docs/architecture.md states them:
+// a room imports only its own layer and the ones below). The graph comes from `deno info
+// --json`, so imports are read by Deno's own parser.
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -37,6 +39,114 @@ export interface AllowedImport {
 /** The private provider imports tolerated in this repository today; keep this list shrinking. */
 export const ALLOWED_PRIVATE_IMPORTS: readonly AllowedImport[] = [];
 
+/** One layer of the agent's code: rooms (folders, or single files) that may import each other. */
+export interface Layer {
+  /** What the layer is, for the report. */
+  name: string;
+  /** Its rooms: a folder (`src/cache`) holds every file under it, a file (`src/log.ts`) itself. */
+  rooms: readonly string[];
+}
+
+/**
+ * The layers of the agent's code, lowest first (docs/architecture.md, "Layers"). A file in a
+ * layer imports only files of its own layer or of a lower one; files in no room of any layer
+ * under src/ or providers/ are refused too (a new room must be placed), while test/, bench/ and
+ * scripts/ may import anything.
+ */
+export const LAYERS: readonly Layer[] = [
+  { name: "base", rooms: ["src/base"] },
+  { name: "providers", rooms: ["providers"] },
+  { name: "foundation", rooms: ["src/scrub.ts", "src/version.ts", "src/hash.ts", "src/log.ts"] },
+  {
+    name: "model",
+    rooms: ["src/config", "src/format", "src/layout", "src/state", "src/partition"],
+  },
+  {
+    name: "services",
+    rooms: [
+      "src/store.ts",
+      "src/store_credentials.ts",
+      "src/ownership",
+      "src/metrics",
+      "src/cache",
+      "src/read",
+      "src/iggy_front",
+    ],
+  },
+  {
+    name: "worker and fronts",
+    rooms: ["src/tier", "src/restore", "src/runtime", "src/http", "src/iggy_http", "src/iggy_tcp"],
+  },
+  { name: "agent", rooms: ["src/agent"] },
+  { name: "cli", rooms: ["src/cli"] },
+  { name: "entry", rooms: ["main.ts"] },
+];
+
+/** A type-only import against the layers, tolerated because a lower room implements a port. */
+export interface AllowedUpward {
+  from: string;
+  to: string;
+  why: string;
+}
+
+/** The upward imports tolerated in this repository: type-only, each with its reason. */
+export const ALLOWED_UPWARD_IMPORTS: readonly AllowedUpward[] = [
+  {
+    from: "src/metrics/observers.ts",
+    to: "src/tier/observer.ts",
+    why: "the metrics implement the tier worker's observer port (its hooks are the tier's types)",
+  },
+];
+
+/** An import against the layers (or from a file no layer places). */
+export interface LayerViolation extends ImportEdge {
+  /** The importing file's layer, or undefined when no room holds it. */
+  fromLayer?: string;
+  /** The imported file's layer. */
+  toLayer?: string;
+}
+
+/** The index in `layers` of the layer whose room holds `file`, or -1. */
+export function layerOf(file: string, layers: readonly Layer[]): number {
+  return layers.findIndex((l) =>
+    l.rooms.some((room) => file === room || file.startsWith(room + "/"))
+  );
+}
+
+/** Whether `file` is agent code the layers must place (src/, providers/, main.ts). */
+function isAgentCode(file: string): boolean {
+  return file === "main.ts" || file.startsWith("src/") || file.startsWith("providers/");
+}
+
+/**
+ * The imports of `graph` against `layers`: from a lower layer to a higher one (a type-only one
+ * listed in `allowed` excepted), and from agent code no layer places.
+ */
+export function layerViolations(
+  graph: ImportGraph,
+  layers: readonly Layer[],
+  allowed: readonly AllowedUpward[] = [],
+): LayerViolation[] {
+  const out: LayerViolation[] = [];
+  if (layers.length === 0) return out;
+  for (const edges of graph.values()) {
+    for (const e of edges) {
+      if (!isAgentCode(e.from)) continue;
+      const from = layerOf(e.from, layers);
+      const to = layerOf(e.to, layers);
+      if (from === -1) {
+        out.push({ ...e, toLayer: layers[to]?.name });
+        continue;
+      }
+      if (to === -1 && !isAgentCode(e.to)) continue; // a test helper's re-export, say
+      if (to !== -1 && to <= from) continue;
+      if (e.typeOnly && allowed.some((a) => a.from === e.from && a.to === e.to)) continue;
+      out.push({ ...e, fromLayer: layers[from].name, toLayer: layers[to]?.name });
+    }
+  }
+  return out.sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to));
+}
+
 /** One static import or re-export between two repository files (paths relative to the root). */
 export interface ImportEdge {
   /** The importing file. */
@@ -64,6 +174,8 @@ export interface CheckResult {
   allowed: ImportEdge[];
   /** Allowances that matched no import: the change they waited for has landed. */
   staleAllowances: AllowedImport[];
+  /** Imports against the layers. */
+  layerViolations: LayerViolation[];
 }
 
 /** Lists the module files (`.ts`, `.tsx`, `.js`, …) under `roots` (relative to `root`), sorted. */
@@ -269,6 +381,10 @@ export interface CheckOptions {
   roots?: readonly string[];
   /** Private provider imports to tolerate. @default [] */
   allowed?: readonly AllowedImport[];
+  /** The layers to check (none: no layer check). @default [] */
+  layers?: readonly Layer[];
+  /** Type-only upward imports to tolerate. @default [] */
+  allowedUpward?: readonly AllowedUpward[];
 }
 
 /** Walks the roots under `root`, builds the graph and returns its cycles and private imports. */
@@ -291,6 +407,7 @@ export async function checkImports(root: string, options: CheckOptions = {}): Pr
     staleAllowances: allowances.filter((a) =>
       !allowed.some((e) => e.from === a.from && e.to === a.to)
     ),
+    layerViolations: layerViolations(graph, options.layers ?? [], options.allowedUpward ?? []),
   };
 }
 
@@ -303,22 +420,34 @@ export function report(result: CheckResult, write: (line: string) => void = cons
   for (const e of result.privateImports) {
     write(`private provider import: ${e.from} → ${e.to}`);
   }
+  for (const v of result.layerViolations) {
+    write(
+      v.fromLayer === undefined
+        ? `import from a file no layer places (add its room to LAYERS): ${v.from} → ${v.to}`
+        : `import against the layers: ${v.from} (${v.fromLayer}) → ${v.to} (${
+          v.toLayer ?? "no layer"
+        })`,
+    );
+  }
   for (const a of result.staleAllowances) {
     write(`note: allowance no longer needed, remove it: ${a.from} → ${a.to}`);
   }
   const tolerated = result.allowed.length === 0
     ? ""
     : ` (tolerated for now: ${result.allowed.map((e) => `${e.from} → ${e.to}`).join(", ")})`;
-  if (result.cycles.length + result.privateImports.length > 0) {
+  const failures = result.cycles.length + result.privateImports.length +
+    result.layerViolations.length;
+  if (failures > 0) {
     write(
       `check:imports: FAILED: ${result.cycles.length} cycle(s), ${result.privateImports.length} ` +
-        `private provider import(s) in ${result.files} files${tolerated}`,
+        `private provider import(s), ${result.layerViolations.length} import(s) against the ` +
+        `layers in ${result.files} files${tolerated}`,
     );
     return 1;
   }
   write(
     `check:imports: ok: ${result.files} files, ${result.edges} imports, no cycles, ` +
-      `no private provider imports${tolerated}`,
+      `no private provider imports, no import against the layers${tolerated}`,
   );
   return 0;
 }
@@ -343,6 +472,7 @@ if (import.meta.main) {
   const args = [...Deno.args];
   let root = join(dirname(fileURLToPath(import.meta.url)), "..");
   let allowed: readonly AllowedImport[] = ALLOWED_PRIVATE_IMPORTS;
+  let layers: readonly Layer[] = LAYERS;
   const at = args.indexOf("--root");
   if (at >= 0) {
     if (args[at + 1] === undefined) {
@@ -351,8 +481,13 @@ if (import.meta.main) {
     }
     root = args[at + 1];
     allowed = [];
+    layers = [];
     args.splice(at, 2);
   }
   const roots = args.length > 0 ? args : DEFAULT_ROOTS;
-  Deno.exit(report(await checkImports(root, { roots, allowed })));
+  Deno.exit(
+    report(
+      await checkImports(root, { roots, allowed, layers, allowedUpward: ALLOWED_UPWARD_IMPORTS }),
+    ),
+  );
 }

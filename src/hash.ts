@@ -1,7 +1,7 @@
 // XXH3 checksums used everywhere in tierd: Iggy record checksums (XXH3-64, seed 0),
 // journal and marker checksums (XXH3-64) and whole-object checksums (XXH3-128).
 import { createXXHash128, createXXHash3, type IHasher } from "hash-wasm";
-import { concatBytes } from "../providers/bytes.ts";
+import { concatBytes } from "./base/bytes.ts";
 import { HasherPool } from "../providers/hasher_pool.ts";
 
 let h64: IHasher | undefined;

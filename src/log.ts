@@ -5,7 +5,7 @@
 // keys, the prefix, paths) is written as it is, so a short password never blots it out.
 
 import { withoutRuntimeHint } from "../providers/http.ts";
-import { type Clock, systemClock } from "../providers/clock.ts";
+import { type Clock, systemClock } from "./base/clock.ts";
 import { foreignTextScrubber, type Scrub, scrubDeep } from "./scrub.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };

@@ -5,7 +5,7 @@ import { awsCredentialSupplier } from "../providers/aws/credentials/chain.ts";
 import { resolveRegion } from "../providers/aws/credentials/region.ts";
 import { awsStsEndpoint } from "../providers/aws/credentials/sts.ts";
 import { type AzureAuth, azureAuth } from "../providers/azure/credentials/chain.ts";
-import { type Clock, systemClock } from "../providers/clock.ts";
+import { type Clock, systemClock } from "./base/clock.ts";
 import type {
   CredentialObserver,
   CredentialSupplier,

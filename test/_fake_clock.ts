@@ -1,7 +1,7 @@
 // The one fake clock of the tests: time moves only when a test says so (`advance`), or, for a
 // whole system under test, in small steps while a promise is pending (`runUntil`), so retries,
 // backoff and deadlines play out with real jitter and no real waiting.
-import { type Clock, systemClock } from "../providers/clock.ts";
+import { type Clock, systemClock } from "../src/base/clock.ts";
 
 /** The generator's first message timestamp (µs), as ms: fake clocks start here by default. */
 export const GENERATOR_EPOCH_MS = 1_750_000_000_000;

@@ -1,7 +1,7 @@
 // The Azure Blob object store: builds each request (requests.ts), signs it with SharedKey
 // (sharedkey.ts), appends a SAS token or sends an Entra ID bearer token (credentials/), sends it through the shared transport (../http.ts) and
 // reads the answer (responses.ts). Multipart uploads are block lists; see createMultipart.
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../../src/base/clock.ts";
 import { checkMetadata, checkPutConditions } from "../_rules.ts";
 import { checkRange, rangedBody } from "../_ranges.ts";
 import { listingFrom, malformed } from "../_errors.ts";

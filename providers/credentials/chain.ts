@@ -2,7 +2,7 @@
 // `tierd probe`. The source that answered first is kept for every refresh after (a chain is not
 // walked again unless no source ever answered), and its credential is kept fresh by a
 // `Refresher`. A single explicit source is a chain of one.
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../src/base/clock.ts";
 import { StoreError } from "../types.ts";
 import { Refresher } from "./refresher.ts";
 import {

@@ -2,7 +2,7 @@
 // shared transport, its answer read as JSON or text, and a refusal turned into a
 // `CredentialError` naming the source. Answers are scrubbed of every secret before any of
 // their text is cut down for a message.
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../src/base/clock.ts";
 import { type FetchFn, sendHttp } from "../http.ts";
 import { snippet } from "../_xml.ts";
 import { StoreError } from "../types.ts";

@@ -2,7 +2,7 @@
 // 90 % of its lifetime (one refresh in flight, shared by every caller), retried with jittered
 // backoff while the old one is still valid, and refreshed once out of band — at most once per
 // interval — when the store refuses it.
-import { type Clock, systemClock, untilAborted } from "../clock.ts";
+import { type Clock, systemClock, untilAborted } from "../../src/base/clock.ts";
 import { backoffDelay } from "../retry.ts";
 import type { CredentialObserver, Expiring } from "./types.ts";
 

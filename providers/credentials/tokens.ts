@@ -2,7 +2,7 @@
 // contract, no token, a fixed token, and the base of every source that fetches one — its token
 // kept fresh by a `Refresher` (background refresh at 90 % of the lifetime, single-flight,
 // jittered retry, one rate-limited refresh when the store answers 401/403).
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../../src/base/clock.ts";
 import { type FetchFn } from "../http.ts";
 import { redactingFetch, secretRedactor } from "../_redact.ts";
 import { ChainSupplier, type CredentialSource } from "./chain.ts";

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { type FileHandle, lstat, open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { readInto, writeAll } from "../bytes.ts";
+import { readInto, writeAll } from "../../src/base/bytes.ts";
 import { StoreError } from "../types.ts";
 
 const COPY_CHUNK = 1 << 20;
@@ -98,20 +98,6 @@ export async function readFully(
     throw malformed(key, op, "the file is shorter than its metadata says");
   }
   return out;
-}
-
-/** Makes a folder's new or removed entries durable (a no-op where folders cannot be opened). */
-export async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(dir, "r");
-    await fh.sync();
-  } catch (err) {
-    const code = errno(err);
-    if (code !== "EISDIR" && code !== "EPERM" && code !== "EINVAL" && code !== "EBADF") throw err;
-  } finally {
-    await fh?.close();
-  }
 }
 
 /** True for a regular file at `path` (not a folder, not missing). */

@@ -9,7 +9,7 @@ import { link } from "node:fs/promises";
 import { hostname } from "node:os";
 import process from "node:process";
 import { join } from "node:path";
-import { type Clock, sleep } from "../clock.ts";
+import { type Clock, sleep } from "../../src/base/clock.ts";
 import { errno, isMissing, tempName, utf8, writeTemp } from "./_files.ts";
 
 /** A lock whose holder is on another host (or unreadable) is taken over after this long. */

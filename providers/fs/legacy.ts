@@ -3,19 +3,12 @@
 // followed by the bytes. When a store opens a root without `layout.json`, every such file is
 // rewritten as a plain data file with its metadata beside it (./object_files.ts), then
 // `layout.json` is written; a crash or a second process midway only means the walk runs again.
+import { fsyncDir } from "../../src/base/durable.ts";
 import { createHash } from "node:crypto";
 import { type FileHandle, open, readdir, rename, rm, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import type { UserMetadata } from "../types.ts";
-import {
-  copyInto,
-  fsyncDir,
-  isMissing,
-  readFully,
-  toStoreError,
-  utf8,
-  writeTemp,
-} from "./_files.ts";
+import { copyInto, isMissing, readFully, toStoreError, utf8, writeTemp } from "./_files.ts";
 import { META_SUFFIX, type ObjectFiles, objectPaths } from "./object_files.ts";
 
 /** Bytes before an object's content in an old-layout file. */

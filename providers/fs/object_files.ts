@@ -5,6 +5,7 @@
 // never pairs bytes with the wrong metadata, and a crash between the two writes leaves nothing
 // visible. This module holds the protocol: how the pair is published and removed (writers of a
 // key take turns, ./key_lock.ts) and how a reader resolves it (without a lock).
+import { fsyncDir } from "../../src/base/durable.ts";
 import { createHash, randomBytes } from "node:crypto";
 import {
   type FileHandle,
@@ -18,12 +19,11 @@ import {
   unlink,
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../src/base/clock.ts";
 import { multipartEtag, versionMismatch } from "../_rules.ts";
 import type { PutResult, UserMetadata } from "../types.ts";
 import {
   errno,
-  fsyncDir,
   isDirectory,
   isFile,
   isMissing,

@@ -10,7 +10,8 @@
 // The publish protocol (which file is the commit point, what a reader accepts) is in
 // ./object_files.ts; the migration of the first layout (a 4 KiB header before the bytes) in
 // ./legacy.ts. Objects only ever live under objects/, so no key can name an internal file.
-import { type Clock, systemClock } from "../clock.ts";
+import { fsyncDir } from "../../src/base/durable.ts";
+import { type Clock, systemClock } from "../../src/base/clock.ts";
 import { Buffer } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
@@ -34,7 +35,7 @@ import {
   type StoredPart,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
-import { readInto } from "../bytes.ts";
+import { readInto } from "../../src/base/bytes.ts";
 import { createChecksum } from "../checksum.ts";
 import {
   type Checksum,
@@ -57,7 +58,6 @@ import {
 import {
   copyInto,
   errno,
-  fsyncDir,
   isMissing,
   malformed,
   noSuchKey,

@@ -9,7 +9,7 @@ import { listingFrom, malformed } from "../_errors.ts";
 import { PageGuard } from "../listing.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
-import { forEachBounded } from "../concurrency.ts";
+import { forEachBounded } from "../../src/base/concurrency.ts";
 import { checksumOf } from "../checksum.ts";
 import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
 import {

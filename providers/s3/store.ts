@@ -18,7 +18,7 @@ import { xmlRepresentable } from "../_xml.ts";
 import { scrubBody, secretRedactor } from "../_redact.ts";
 import type { CredentialSupplier } from "../credentials/types.ts";
 import { StaticSupplier } from "../credentials/chain.ts";
-import { type Clock, sleep, systemClock } from "../clock.ts";
+import { type Clock, sleep, systemClock } from "../../src/base/clock.ts";
 import { backoffDelay } from "../retry.ts";
 import {
   type CompletedPart,

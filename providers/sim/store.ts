@@ -2,8 +2,8 @@
 // tests drive. It follows S3's rules (see ../_rules.ts and ../_ranges.ts) and fails with the same
 // typed errors a real provider gives, so code that survives it survives a flaky bucket.
 import { checkKey, compareUtf8, decodeToken, encodeToken, pageSize } from "../key_rules.ts";
-import { concatBytes } from "../bytes.ts";
-import { seededRandom } from "../rng.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 import { checksumOf } from "../checksum.ts";
 import {
   checkMetadata,
@@ -16,7 +16,7 @@ import {
   versionMismatch,
 } from "../_rules.ts";
 import { resolveRange } from "../_ranges.ts";
-import { type Clock, sleep, systemClock } from "../clock.ts";
+import { type Clock, sleep, systemClock } from "../../src/base/clock.ts";
 import {
   type CompletedPart,
   type DeleteFailure,

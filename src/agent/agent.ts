@@ -1,7 +1,7 @@
 // The running agent: what `tierd run` starts once its store answered and its key space is
 // claimed — the tier worker and its loop, the chunk cache, the read context, every listener, the
 // signals (SIGTERM/SIGINT stop, SIGHUP reloads) and readiness — and how it shuts down.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import { RequestMeter } from "../../providers/request_meter.ts";
 import { Deadline } from "../../providers/retry.ts";

@@ -1,6 +1,6 @@
 // What the agent's listeners are built with: the records route's guard, the TLS pair (read again
 // on SIGHUP), the broker's CA, and the URL a listener answers on.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { readPemFile } from "../config/pem_file.ts";
 import type { Config } from "../config/schema.ts";
 import { iggyReadGuard, type ReadGuard, tokenReadGuard } from "../http/read_auth.ts";

@@ -2,7 +2,7 @@
 // a change under a watched partition or a stop cuts short. The wait starts at MIN_IDLE_MS and
 // doubles while passes find nothing to do (or fail) up to `upload_loop_backoff_max`; finished
 // work or a filesystem event brings it back down. A pass that throws never ends the agent.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { Logger } from "../log.ts";
 import type { PassReport } from "../tier/tier_worker.ts";
 

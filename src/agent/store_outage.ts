@@ -1,7 +1,7 @@
 // A store that does not answer at start is waited for, not given up on: meanwhile the agent's
 // listeners answer /healthz (200), /readyz (503, naming what it waits for) and /metrics
 // (tierd_upload_stalled 1), and the rest of the API says it is not ready.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import type { ProbeResult } from "../../providers/probe.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { createOpsApp } from "../http/app.ts";

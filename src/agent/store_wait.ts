@@ -7,7 +7,7 @@
 // probes the store again, the pause growing to a bound. What the store refuses — credentials, a
 // bucket that does not exist, a wrong endpoint name — still stops the start at once: waiting
 // would not fix a setting.
-import { type Clock, sleep } from "../../providers/clock.ts";
+import { type Clock, sleep } from "../base/clock.ts";
 import type { ProbeResult } from "../../providers/probe.ts";
 import type { Logger } from "../log.ts";
 

@@ -8,14 +8,14 @@
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
-import { concatBytes } from "../../providers/bytes.ts";
-import { type Clock, systemClock, untilAborted } from "../../providers/clock.ts";
+import { concatBytes } from "../base/bytes.ts";
+import { type Clock, systemClock, untilAborted } from "../base/clock.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
 import { outcomeOf } from "../metrics/instrument_store.ts";
-import { writeFileDurable } from "../state/durable.ts";
+import { writeFileDurable } from "../base/durable.ts";
 import { decodeAccessTable, encodeAccessTable, type TableEntry } from "./access_table.ts";
 import { CHUNK_BLOCK_SIZE, ChunkCorruptError, chunkFileSize } from "./chunk_format.ts";
 import { chunkName, ChunkStore } from "./chunk_store.ts";

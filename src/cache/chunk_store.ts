@@ -4,8 +4,8 @@
 // policy.ts).
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { readInto } from "../../providers/bytes.ts";
-import { writeNewFile } from "../runtime/file_write.ts";
+import { readInto } from "../base/bytes.ts";
+import { writeNewFile } from "../base/file_write.ts";
 import { xxh3_64 } from "../hash.ts";
 import {
   blocksCovering,

@@ -8,7 +8,7 @@
 //                LRU, so a scan recycles its own chunks instead of the working set;
 //   main       — read by a reader near the head: the working set.
 // A hot read promotes a chunk into main; a cold read never refreshes a chunk in main.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { LRUCache } from "lru-cache";
 
 /** Which recency list a resident chunk is on. */

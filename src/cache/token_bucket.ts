@@ -1,6 +1,6 @@
 // The download bandwidth limit (`tiered_storage.fetch_bandwidth`): one token bucket shared by
 // every store fetch of the cache, on an injectable clock so tests never sleep.
-import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
+import { type Clock, sleep, systemClock } from "../base/clock.ts";
 
 /** Options of {@linkcode TokenBucket}. */
 export interface TokenBucketOptions {

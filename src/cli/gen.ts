@@ -1,6 +1,6 @@
 // `tierd gen`: writes byte-exact Iggy segments for demos, tests and benchmarks, with progress on
 // stderr (messages written of all, bytes, rate, ETA).
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import { humanSize } from "../config/units.ts";
 import { generatePartition } from "../format/generate.ts";
 import type { FormatName } from "../format/types.ts";

@@ -2,7 +2,7 @@
 // the broker's directory and the journal (read-only: the agent may be running), with each
 // segment's state and where its bytes are. `tierd ls` prints it; `tierd run --once` sizes its
 // copy backlog from it for the progress line.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { incarnationHex, type PartitionId, partitionLabel } from "../layout/partition.ts";

@@ -2,7 +2,7 @@
 // `checksum = "auto"` the checksum it settles on and how copies will be proven, then on a probe
 // key what the agent will do (put, conditional create, head, ranged get, multipart upload,
 // delete) — and which credential source answered, and why the others in the chain were skipped.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import { describeCredentials, probeStore } from "../../providers/probe.ts";
 import { describeChecksumWay } from "../../providers/s3/checksum_way.ts";
 import { S3Store } from "../../providers/s3/store.ts";

@@ -2,7 +2,7 @@
 // rewritten in place — also while one big item is under way — and a log line written meanwhile
 // goes above it (`writeAboveProgress`), never onto it; otherwise each finished step prints its
 // own line, so logs stay readable.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { humanSize } from "../config/units.ts";
 
 /** How far a piece of work has come. */

@@ -4,7 +4,7 @@
 // state dir lock like `run`, and takes the key space over (the old owner is fenced) before it
 // writes anything. Exit 0 when every partition came back whole, 1 when any has a hole, competes,
 // or failed (each said on its own line), 2 for what the operator must fix first.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import type { ListingProgress } from "../../providers/listing.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";

@@ -2,7 +2,7 @@
 // probes the store (waiting out an outage, src/agent/store_outage.ts), claims the key space, and
 // then either runs one full pass with progress on stderr (`--once`, exit 0 only if it completed
 // every copy it attempted) or hands over to the running agent (src/agent/agent.ts).
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import { probeStore } from "../../providers/probe.ts";
 import { Deadline } from "../../providers/retry.ts";
 import type { ObjectStore } from "../../providers/types.ts";

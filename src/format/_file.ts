@@ -1,6 +1,6 @@
 // Positional reads for segment files too large to load whole (private to src/format).
 import { type FileHandle, readFile } from "node:fs/promises";
-import { readInto } from "../../providers/bytes.ts";
+import { readInto } from "../base/bytes.ts";
 
 /**
  * Reads up to `length` bytes at `position`, looping over short reads. Returns fewer bytes only

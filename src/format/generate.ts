@@ -2,8 +2,8 @@
 // (`tierd gen`): for demos, tests and benchmarks. Streams to disk; never holds a whole segment.
 import { type FileHandle, mkdir, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { writeAll } from "../../providers/bytes.ts";
-import { seededUint32 } from "../../providers/rng.ts";
+import { writeAll } from "../base/bytes.ts";
+import { seededUint32 } from "../base/rng.ts";
 import { initHashes } from "../hash.ts";
 import {
   parseSegmentFileName,

@@ -3,7 +3,7 @@
 // last record), and every `.index` entry against the record it points at. Bounds (bounds.ts)
 // only read headers; this is the full check the tier worker runs before a segment is copied.
 import { type FileHandle, open } from "node:fs/promises";
-import { readInto } from "../../providers/bytes.ts";
+import { readInto } from "../base/bytes.ts";
 import { viewOf } from "./_bytes.ts";
 import { straddlesEof } from "./_checks.ts";
 import { readFileIfExists } from "./_file.ts";

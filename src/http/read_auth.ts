@@ -8,7 +8,7 @@
 // - `none`: anyone who reaches the listener (loopback only, unless set insecure on purpose).
 import { createHash } from "node:crypto";
 import { Buffer } from "node:buffer";
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import { ClientCalls } from "../iggy_http/client_calls.ts";
 import { BrokerRefused, IggyHttpError } from "../iggy_http/errors.ts";

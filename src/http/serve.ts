@@ -9,7 +9,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { parseListen } from "../config/listen.ts";
 import type { Logger } from "../log.ts";
 import { openFileLimit } from "../runtime/limits.ts";

@@ -5,7 +5,7 @@
 // a poll from the bucket, so a topic deleted and recreated under the same name is never read
 // through the old one's copies.
 import { createHash } from "node:crypto";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 
 /** The numeric ids of a stream and a topic. */
 export interface TopicIds {

@@ -3,7 +3,7 @@
 // forwarded to the broker (`[agent.broker] http_url`) unchanged and streamed both ways — login,
 // produce, streams, consumer offsets, everything — except message polls, which poll.ts answers
 // from tierd's read path when they start below the broker's first retained offset.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { FetchHandler } from "../http/serve.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";

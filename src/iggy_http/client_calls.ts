@@ -8,7 +8,7 @@
 // - a continuation poll reads on in the broker's local data.
 // A refusal comes back as {@link BrokerRefused}, to be answered to the client as it is.
 import { createHash } from "node:crypto";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { BrokerRefused, IggyHttpError } from "./errors.ts";
 import { arrayElements, JsonShapeError, objectMembers, unsignedMember } from "./json_scan.ts";
 import type { TopicIds } from "../iggy_front/names.ts";

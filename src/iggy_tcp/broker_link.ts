@@ -5,7 +5,7 @@
 // before the previous answer arrived.
 import net from "node:net";
 import tls from "node:tls";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { type FrameOf, FrameReader, WireError } from "./wire.ts";
 
 /** The broker's framing: 0.8 response frames, or 0.9 VSR frames (replies and evictions). */

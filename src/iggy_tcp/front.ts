@@ -5,7 +5,7 @@
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import type { EventEmitter } from "node:events";
 import { createServer as createTlsServer } from "node:tls";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { listenOn } from "../runtime/listen.ts";
 import { checkedPair } from "../config/pem_file.ts";
 import { NameCache } from "../iggy_front/names.ts";

@@ -1,6 +1,6 @@
 // A decorator that counts every object store request by operation and outcome, so the store's
 // health shows in `tierd_store_requests_total` whatever layer issued the request.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { decorateStore, type StoreOp } from "../../providers/decorate.ts";
 import {
   type DeleteFailure,

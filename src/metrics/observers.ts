@@ -1,6 +1,6 @@
 // Adapts what the tier worker, the chunk cache and the store credentials report to tierd's
 // Prometheus metrics.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { CredentialObserver } from "../../providers/credentials/types.ts";
 import type { CacheStats } from "../cache/stats.ts";
 import type { PartitionId } from "../layout/partition.ts";

@@ -5,7 +5,7 @@
 // cache eviction reasons, read sources and outcomes) exists from the start at 0, so `rate()`
 // and `increase()` see the first event. docs/metrics.md describes each metric; a test keeps it
 // in step with this file.
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import type { EvictionReason } from "../cache/policy.ts";
 import type { FetchOutcome } from "../cache/stats.ts";
 import type { ReadErrorCode } from "../read/errors.ts";

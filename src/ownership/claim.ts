@@ -3,7 +3,7 @@
 // `cluster_id` or `prefix` would leave every evicted segment unreadable), and claim the key space
 // — creating its owner record, finding it already ours, or (restore, `--take-over`) taking it
 // over from another agent, which fences it.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
 import { type KeySpace, keySpaceRoot, sameKeySpace } from "../layout/key_space.ts";
 import type { Logger } from "../log.ts";

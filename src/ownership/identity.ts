@@ -6,9 +6,9 @@ import { readFile } from "node:fs/promises";
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { KeySpace } from "../layout/key_space.ts";
-import { writeFileDurable } from "../state/durable.ts";
+import { writeFileDurable } from "../base/durable.ts";
 
 /** The identity file inside `state_dir`. */
 export const IDENTITY_FILE = "agent.json";

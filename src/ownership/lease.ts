@@ -7,7 +7,7 @@
 // Stores that ignore conditional requests cannot enforce the race between two writers; every
 // write of the record is read back, so a lost race is noticed right after, and each delete is
 // preceded by a fresh read.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { type KeySpace, type KeySpaceOwner, keySpaceRoot } from "../layout/key_space.ts";

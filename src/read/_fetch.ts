@@ -1,6 +1,6 @@
 // How the read path waits for the store (private to src/read): at most `fetch_timeout` per read,
 // without cancelling the fetch, and with store failures turned into typed read errors.
-import { type Clock, withTimeout } from "../../providers/clock.ts";
+import { type Clock, withTimeout } from "../base/clock.ts";
 import { confirmAbsent } from "../../providers/absence.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { CacheFullError, CacheTimeoutError } from "../cache/types.ts";

@@ -1,6 +1,6 @@
 // Everything the read path needs from the running agent (or the CLI): config, store, the
 // RangeReader remote bytes come through, the journal state source and the index LRU.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import type { RangeReader } from "../cache/types.ts";
 import type { Config } from "../config/schema.ts";

@@ -1,6 +1,6 @@
 // The no-cache RangeReader: one ranged GET per read. Used by tests, by `tierd read`, and as the
 // fallback where no chunk cache is configured.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { ChunkSource, RangeReader, RangeReadOptions } from "../cache/types.ts";
 import { outcomeOf } from "../metrics/instrument_store.ts";

@@ -4,7 +4,7 @@
 // directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
 // same) and younger than a second, and only the active segment — the one file the broker
 // writes to — is looked at again.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import {
   isSealed,
   listSegments,

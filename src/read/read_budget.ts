@@ -3,7 +3,7 @@
 // has been sent; when the budget is spent, a read waits briefly in line, then answers 503 with
 // `Retry-After`. A few hundred large concurrent reads then cost a bounded amount of memory,
 // instead of taking the host — and the broker beside it — down.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { ReadError } from "./errors.ts";
 
 /** Every byte of the read budget is taken and the wait ran out: try again shortly. */

@@ -17,8 +17,8 @@
 // replaced, and a hole whose object is good now is filled.
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Clock } from "../../providers/clock.ts";
-import { forEachBounded } from "../../providers/concurrency.ts";
+import type { Clock } from "../base/clock.ts";
+import { forEachBounded } from "../base/concurrency.ts";
 import { listBounded, type ListingProgress } from "../../providers/listing.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
@@ -34,7 +34,7 @@ import {
   segmentStem,
 } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
-import { fsyncDir } from "../state/durable.ts";
+import { fsyncDir } from "../base/durable.ts";
 import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
 import { getSegment, segmentsOf } from "../state/segment_state.ts";
 import { computeFloor, floorBeforeFirstCopy } from "../tier/policy.ts";

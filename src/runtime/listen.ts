@@ -2,7 +2,7 @@
 // serve a renewed TLS certificate (the port the replaced one let go may take a moment to be free).
 import type { EventEmitter } from "node:events";
 import type { Server } from "node:net";
-import { type Clock, sleep, systemClock } from "../../providers/clock.ts";
+import { type Clock, sleep, systemClock } from "../base/clock.ts";
 
 /**
  * Listens on `hostname:port`, trying `attempts` times 20 ms apart while the port is in use.

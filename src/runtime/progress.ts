@@ -2,7 +2,7 @@
 // segment copy (from the tier worker's `upload` hook) with its bytes and time, per partition.
 // From those: what was copied since start, and the copy rate over the last minute, which with
 // the copy lag gives an ETA (`http/status_model.ts`). Time comes from the clock's monotonic reading only.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { TierObserver } from "../tier/observer.ts";
 
 /** How far back the copy rate looks. */

@@ -5,7 +5,7 @@
 // Deno's `FsFile.tryLock`, or `flock(2)` through Bun's FFI.
 import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 
 /** The lock file inside `state_dir`. */
 export const LOCK_FILE = "tierd.lock";

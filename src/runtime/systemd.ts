@@ -9,7 +9,7 @@
 // `NotifyAccess=all`, as the unit sets). Without `$NOTIFY_SOCKET` nothing is sent.
 import { spawn } from "node:child_process";
 import type { EventEmitter } from "node:events";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { Logger } from "../log.ts";
 
 /** The environment a notifier reads (`NOTIFY_SOCKET`, `WATCHDOG_USEC`, `WATCHDOG_PID`). */

@@ -5,11 +5,11 @@
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { concatBytes, writeAll } from "../../providers/bytes.ts";
+import { concatBytes, writeAll } from "../base/bytes.ts";
 import { initHashes, xxh3_64 } from "../hash.ts";
 import { decodeEvent, encodeEvent } from "./event_codec.ts";
 import type { JournalEvent } from "./events.ts";
-import { writeFileDurable } from "./durable.ts";
+import { writeFileDurable } from "../base/durable.ts";
 
 /** Bytes before each record body: u32 LE body length, u64 LE XXH3-64 of the body. */
 export const RECORD_HEADER_SIZE = 12;

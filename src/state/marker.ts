@@ -4,7 +4,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { initHashes, xxh3_64 } from "../hash.ts";
-import { writeFileDurable } from "./durable.ts";
+import { writeFileDurable } from "../base/durable.ts";
 
 /** Size of an encoded marker in bytes. */
 export const MARKER_SIZE = 128;

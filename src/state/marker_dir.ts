@@ -3,10 +3,10 @@
 // a durable copy of a segment's `.index` before its broker files go.
 import { mkdir, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { type Clock, systemClock, yieldToEventLoop } from "../../providers/clock.ts";
+import { type Clock, systemClock, yieldToEventLoop } from "../base/clock.ts";
 import { initHashes } from "../hash.ts";
 import { quarantineDir } from "../layout/state_paths.ts";
-import { fsyncDir, writeFileDurable } from "./durable.ts";
+import { fsyncDir, writeFileDurable } from "../base/durable.ts";
 import { type Marker, MarkerError, readMarkerSync } from "./marker.ts";
 
 /** Copies the broker's `.index` into the state dir durably (temp, fsync, rename, dir fsync). */

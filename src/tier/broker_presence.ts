@@ -17,7 +17,7 @@
 import { readdir, readFile, readlink, realpath } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 
 /** Iggy's default HTTP address, when its runtime config is not found. */
 export const IGGY_DEFAULT_HTTP = "127.0.0.1:3000";

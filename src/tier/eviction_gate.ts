@@ -5,7 +5,7 @@
 // would unlink (tierd waits until it is stopped). Each change is said once at warn level and
 // reported through the observer (`tierd_eviction_blocked`); the status page shows the current
 // block.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 

@@ -1,7 +1,7 @@
 // How evicted segments leave the broker's directory, chosen once from `evict_via`: through the
 // broker's DeleteSegments, by unlink (a stopped broker), or by unlink only while no broker runs
 // (`auto` without `[agent.broker]`); and the one line that says so at start.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { type Config, resolveEvictVia } from "../config/schema.ts";
 import { BrokerClient } from "./broker_client.ts";
 import { BrokerPresence, type BrokerWatch, presenceChecks } from "./broker_presence.ts";

@@ -4,7 +4,7 @@
 // the files itself, which is only safe beside a stopped broker; `auto` without a broker API
 // unlinks too, but only while no broker is seen running beside the directory.
 import { readConsumerBarrier } from "../partition/consumer_offsets.ts";
-import { fsyncDir } from "../state/durable.ts";
+import { fsyncDir } from "../base/durable.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import type { BrokerClient } from "./broker_client.ts";

@@ -10,7 +10,7 @@ import { journalPath, markerPaths, partitionStateDir } from "../layout/state_pat
 import type { JournalEvent } from "../state/events.ts";
 import { Journal, JournalDamaged, type TornTailInfo } from "../state/journal.ts";
 import { writeMarker } from "../state/marker.ts";
-import { fsyncDir, writeFileDurable } from "../state/durable.ts";
+import { fsyncDir, writeFileDurable } from "../base/durable.ts";
 import { keepIndexCopy } from "../state/marker_dir.ts";
 import {
   applyEvent,

@@ -1,6 +1,6 @@
 // What every phase of a partition's pass is given, and the shape of what it hands back: each
 // phase takes its inputs explicitly and returns its own outcome, so it can be tested alone.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { ListingProgress } from "../../providers/listing.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";

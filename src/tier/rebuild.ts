@@ -3,7 +3,7 @@
 // bucket's candidates — never by date — and a fresh journal records what the bucket proves,
 // markers and kept index copies included, and the holes it has. With a journal that is only behind (truncated, or markers it does not list), the
 // copies it lacks are adopted from the bucket instead of being called lost.
-import { forEachBounded } from "../../providers/concurrency.ts";
+import { forEachBounded } from "../base/concurrency.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { partitionRoot, segmentKeys } from "../layout/object_keys.ts";
 import { fromUserMetadata } from "../layout/object_metadata.ts";

@@ -16,7 +16,7 @@ import {
   listRemoteGenerations,
   type RemoteGeneration,
 } from "./remote_inventory.ts";
-import { forEachBounded } from "../../providers/concurrency.ts";
+import { forEachBounded } from "../base/concurrency.ts";
 
 /** One incarnation and generation the bucket holds for a partition. */
 export interface Candidate {

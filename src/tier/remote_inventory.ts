@@ -2,7 +2,7 @@
 // root, and — with one HEAD per `.log` — the facts each object's metadata carries. The bucket is
 // the source of truth tierd rebuilds its local state from, so this reads it, never trusts it
 // blindly: an object whose metadata is unusable or whose size disagrees is reported, not used.
-import { forEachBounded } from "../../providers/concurrency.ts";
+import { forEachBounded } from "../base/concurrency.ts";
 import { listBounded, type ListingOptions } from "../../providers/listing.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { fromUserMetadata, type ObjectFacts } from "../layout/object_metadata.ts";

@@ -2,7 +2,7 @@
 // phases of `PartitionTier.pass`. Partitions under local-storage pressure go first; the number
 // running at once scales with the backlog, between 1 and `upload_concurrency`. Store calls of
 // every partition share one retry policy under one root deadline, which `stop` cancels.
-import { type Clock, systemClock } from "../../providers/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { OpClassPacer } from "../../providers/pacer.ts";
 import type { RequestMeter } from "../../providers/request_meter.ts";
 import { PartBufferPool } from "../../providers/part_pool.ts";

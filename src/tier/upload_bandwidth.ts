@@ -1,6 +1,6 @@
 // `tiered_storage.upload_bandwidth`, node-wide and live: one token bucket for every upload, at the
 // rate the config says now — a SIGHUP that changes it takes effect on the next body sent.
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { UploadPace } from "../../providers/paced_uploads.ts";
 import { TokenBucket } from "../cache/token_bucket.ts";
 

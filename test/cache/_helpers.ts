@@ -2,7 +2,7 @@
 // cache opened on a temp directory with a tiny chunk size and an explicit budget.
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { seededUint32 } from "../../providers/rng.ts";
+import { seededUint32 } from "../../src/base/rng.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { ChunkCache, type ChunkCacheOptions } from "../../src/cache/chunk_cache.ts";
 import { chunkFileSize } from "../../src/cache/chunk_format.ts";

@@ -12,7 +12,7 @@ import {
 } from "../../providers/types.ts";
 import { checksumOf } from "../../providers/checksum.ts";
 import type { ObjectInfo } from "../../providers/types.ts";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { randomBytes } from "../providers/_bytes.ts";
 
 /** The cases of the contract, for `exceptions`. */

@@ -6,7 +6,7 @@
 // MinIO's objects stay good throughout; only what the client is handed changes.
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 
 /** What the proxy does with a GET of a `.log` object. */
 export type LogGetMode =

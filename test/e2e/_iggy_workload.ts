@@ -1,7 +1,7 @@
 // What the e2e suite sends to a real Iggy server, generated from a seed: messages of 1 B to
 // 60 KB (and one over 1 MiB, sent alone), ids across the u128 range, typed user headers of every
 // kind, grouped into batches that stay under the HTTP API's 2 MiB body limit.
-import { seededRandom } from "../../providers/rng.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 import { type IggyHeaderEntry, type OutgoingMessage, toBase64 } from "./_iggy_http.ts";
 
 /** A header as tierd's `format=json` renders it (src/read/json.ts). */

@@ -4,7 +4,7 @@
 // `TierWorker` behind `createApp`, or the real `tierd run` — and the checks every damage row
 // ends with: every offset read back byte-identical through the HTTP API, following
 // `x-tierd-next-offset` from 0 to the end, and no range reported lost.
-import { concatBytes as concat } from "../../providers/bytes.ts";
+import { concatBytes as concat } from "../../src/base/bytes.ts";
 import assert from "node:assert/strict";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -5,7 +5,7 @@
 // kept, by S3 operation, for the assertions.
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { opOf, type S3Op } from "./_s3_tap.ts";
 
 /** One request as the script sees it. */

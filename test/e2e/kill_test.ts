@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { seededRandom } from "../../providers/rng.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 import { initHashes } from "../../src/hash.ts";
 import { decodeRecords, Journal } from "../../src/state/journal.ts";
 import type { JournalEvent } from "../../src/state/events.ts";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { sleep } from "../../providers/clock.ts";
+import { sleep } from "../../src/base/clock.ts";
 import type { PartitionJson } from "../../src/http/app.ts";
 import type { StatusJson } from "../../src/http/status_model.ts";
 import { partitionRoot } from "../../src/layout/object_keys.ts";

@@ -9,7 +9,7 @@ import { listBounded } from "../../providers/listing.ts";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { seededRandom } from "../../providers/rng.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 
 import { parseConfig } from "../../src/config/load.ts";
 import { readSegmentBounds } from "../../src/format/bounds.ts";

@@ -9,7 +9,7 @@ import { generatePartition } from "../../src/format/generate.ts";
 import type { Message } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
 import { tempDir } from "../_util.ts";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { all, assertFormatError, testdata } from "./_fixtures.ts";
 import { readFile } from "node:fs/promises";
 

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { IndexEntry } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { all, batches09Arb, messages08Arb } from "./_fixtures.ts";
 
 await initHashes();

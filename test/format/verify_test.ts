@@ -8,7 +8,7 @@ import { type GeneratedSegment, generatePartition } from "../../src/format/gener
 import type { FormatName } from "../../src/format/types.ts";
 import { verifySegment } from "../../src/format/verify.ts";
 import { initHashes, xxh3_128 } from "../../src/hash.ts";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { tempDir } from "../_util.ts";
 import { DAMAGES, damageSegment, recordsOf } from "./_damage.ts";
 import { assertRejectsFormat } from "./_fixtures.ts";

@@ -1,7 +1,7 @@
 // The pure parts of the Iggy-compatible listener: the poll query as the broker reads it, the
 // JSON scanner over broker answers, user headers and messages rendered as the broker renders
 // them (src/iggy_http/).
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import assert from "node:assert/strict";
 import {
   arrayElements,

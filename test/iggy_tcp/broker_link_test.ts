@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import fc from "fast-check";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { BrokerLink, BrokerLinkClosed, type Passed } from "../../src/iggy_tcp/broker_link.ts";
 import { encodeResponse08 } from "../../src/iggy_tcp/wire.ts";
 

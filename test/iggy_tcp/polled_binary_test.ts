@@ -2,7 +2,7 @@
 // records pass through byte for byte, decoded messages re-encode to the same bytes, a 0.9 batch
 // is sliced exactly as the broker slices it, tierd's part splices in front of the broker's, and
 // hostile answers end in a WireError.
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { codecFor } from "../../src/format/codecs.ts";

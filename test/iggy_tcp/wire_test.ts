@@ -1,7 +1,7 @@
 // Iggy's TCP framing and command payloads (src/iggy_tcp/wire.ts): golden bytes laid out by hand
 // from the Rust sources they cite, round trips, the frame reader over any chunking, and hostile
 // bytes that must end in a WireError, never a crash.
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {

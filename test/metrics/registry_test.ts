@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics, observePartitions } from "../../src/metrics/tierd.ts";
 import { tierObserver } from "../../src/metrics/observers.ts";
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import { parseExposition, sampleValue } from "./_exposition.ts";
 
 Deno.test("counters, gauges and histograms render with their values", () => {

@@ -1,5 +1,5 @@
 // Bodies for the provider and contract tests: random bytes of any size (parts are joined back
-// with concatBytes, providers/bytes.ts).
+// with concatBytes, src/base/bytes.ts).
 
 /** `n` random bytes (`crypto.getRandomValues` fills at most 64 KiB per call). */
 export function randomBytes(n: number): Uint8Array {

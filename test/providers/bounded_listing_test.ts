@@ -4,7 +4,7 @@
 // bring no new key — ends in the named error after a bounded number of requests.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { sleep } from "../../providers/clock.ts";
+import { sleep } from "../../src/base/clock.ts";
 import { compareUtf8 } from "../../providers/key_rules.ts";
 import {
   listBounded,

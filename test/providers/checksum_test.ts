@@ -12,7 +12,7 @@ import {
   sameChecksum,
 } from "../../providers/checksum.ts";
 import type { ChecksumAlgorithm } from "../../providers/types.ts";
-import { seededRandom } from "../../providers/rng.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 
 const text = (s: string) => new TextEncoder().encode(s);
 const fill = (n: number, f: (i: number) => number) =>

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { sleep } from "../../providers/clock.ts";
+import { sleep } from "../../src/base/clock.ts";
 import { backoffDelay, Deadline, withRetry } from "../../providers/retry.ts";
 import { StoreError, type StoreErrorKind } from "../../providers/types.ts";
 import { FakeClock } from "../_fake_clock.ts";

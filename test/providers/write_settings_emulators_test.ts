@@ -10,7 +10,7 @@ import { NoTokenSource } from "../../providers/gcs/credentials.ts";
 import { GcsStore } from "../../providers/gcs/store.ts";
 import type { FetchFn } from "../../providers/http.ts";
 import type { ObjectStore } from "../../providers/types.ts";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { findAzurite, startAzurite } from "../fixtures/azurite.ts";
 import { findFakeGcs, startFakeGcs } from "../fixtures/fake_gcs.ts";
 import { randomBytes } from "./_bytes.ts";

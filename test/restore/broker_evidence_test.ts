@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import { FsStore } from "../../providers/fs/store.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
 import { parseConfig } from "../../src/config/load.ts";

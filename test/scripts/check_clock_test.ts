@@ -7,7 +7,7 @@ import { tempDir } from "../_util.ts";
 
 const REPO = join(dirname(new URL(import.meta.url).pathname), "..", "..");
 
-Deno.test("check:clock: no raw Date.now, timers or performance.now outside providers/clock.ts", async () => {
+Deno.test("check:clock: no raw Date.now, timers or performance.now outside src/base/clock.ts", async () => {
   const uses = await findRawTime(REPO);
   assert.deepEqual(uses.map((u) => `${u.file}:${u.line}: ${u.text}`), []);
 });
@@ -32,7 +32,7 @@ Deno.test("check:clock: planted uses are found; comments, strings and regexes ar
         "const u = `Date.now() ${1}`;",
       ].join("\n"),
     );
-    await write("providers/clock.ts", "export const now = () => Date.now();\n");
+    await write("src/base/clock.ts", "export const now = () => Date.now();\n");
     await write("test/b_test.ts", "Date.now();\n"); // tests may use real time
     const uses = await findRawTime(tmp.path);
     assert.deepEqual(uses.map((u) => `${u.file}:${u.line}:${u.what}`), [

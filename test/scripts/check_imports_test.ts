@@ -1,14 +1,21 @@
-// scripts/check_imports.ts: the repository has no import cycle and no private provider import,
-// and the checker itself finds planted ones (a cycle through a type-only import and a re-export,
-// a self-import, private imports) while ignoring dynamic imports and import text in strings.
+// scripts/check_imports.ts: the repository has no import cycle, no private provider import and
+// no import against its layers, and the checker itself finds planted ones (an upward import, a
+// room no layer places, a port's value import where only its types are tolerated; a cycle through
+// a type-only import and a re-export, a self-import, private imports) while ignoring dynamic
+// imports and import text in strings.
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   ALLOWED_PRIVATE_IMPORTS,
+  ALLOWED_UPWARD_IMPORTS,
+  checkImports,
   cyclesOf,
   cyclicComponents,
   type ImportGraph,
+  layerOf,
+  LAYERS,
+  report,
 } from "../../scripts/check_imports.ts";
 import { tempDir } from "../_util.ts";
 
@@ -113,4 +120,73 @@ Deno.test("check:imports: every file of a component shows in some printed cycle"
     ["a.ts", "b.ts", "a.ts"],
     ["b.ts", "c.ts", "b.ts"],
   ]);
+});
+
+Deno.test("check:imports: an import against the layers fails, naming both files and layers", async () => {
+  const tmp = await tempDir("check-imports-layers");
+  try {
+    await writeTree(tmp.path, {
+      "main.ts": 'import { run } from "./src/cli/run.ts";\nrun();\n',
+      "src/cli/run.ts":
+        'import { now } from "../base/clock.ts";\nexport const run = () => now();\n',
+      // base (lowest) reaching up into the cli: wrong.
+      "src/base/clock.ts":
+        'import type { T } from "../cli/types.ts";\nexport const now = (): T => 1;\n',
+      "src/cli/types.ts": "export type T = number;\n",
+      // A port's type, tolerated upward when listed.
+      "src/base/port.ts": 'import type { T } from "../cli/types.ts";\nexport type P = T;\n',
+      // A room no layer places.
+      "src/attic/old.ts": 'import { now } from "../base/clock.ts";\nexport const old = now;\n',
+      // Tests import anything.
+      "test/a_test.ts": 'import { run } from "../src/cli/run.ts";\nrun();\n',
+    });
+    const layers = [
+      { name: "base", rooms: ["src/base"] },
+      { name: "cli", rooms: ["src/cli"] },
+      { name: "entry", rooms: ["main.ts"] },
+    ];
+    const result = await checkImports(tmp.path, {
+      roots: ["main.ts", "src", "test"],
+      layers,
+      allowedUpward: [{ from: "src/base/port.ts", to: "src/cli/types.ts", why: "a port" }],
+    });
+    assert.deepStrictEqual(
+      result.layerViolations.map((v) => `${v.from} (${v.fromLayer}) → ${v.to} (${v.toLayer})`),
+      [
+        "src/attic/old.ts (undefined) → src/base/clock.ts (base)",
+        "src/base/clock.ts (base) → src/cli/types.ts (cli)",
+      ],
+    );
+    const lines: string[] = [];
+    assert.equal(report(result, (l) => lines.push(l)), 1);
+    assert.ok(lines.some((l) => l.includes("no layer places") && l.includes("src/attic/old.ts")));
+    assert.match(lines.at(-1)!, /FAILED: 0 cycle\(s\), 0 private provider import\(s\), 2 import/);
+    // The tolerance is for type-only imports: the same edge carrying a value fails.
+    await writeTree(tmp.path, {
+      "src/base/port.ts": 'import { type T, v } from "../cli/types.ts";\nexport const p: T = v;\n',
+      "src/cli/types.ts": "export type T = number;\nexport const v = 1;\n",
+    });
+    const again = await checkImports(tmp.path, {
+      roots: ["main.ts", "src", "test"],
+      layers,
+      allowedUpward: [{ from: "src/base/port.ts", to: "src/cli/types.ts", why: "a port" }],
+    });
+    assert.ok(again.layerViolations.some((v) => v.from === "src/base/port.ts"));
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
+Deno.test("check:imports: every room of src/ and providers/ has a layer, and each allowance still holds", async () => {
+  const rooms = new Set<string>();
+  for (const top of ["src", "providers"]) {
+    for await (const e of Deno.readDir(join(REPO, top))) {
+      if (e.name.endsWith("_test.ts")) continue;
+      if (e.isDirectory || e.name.endsWith(".ts")) rooms.add(`${top}/${e.name}`);
+    }
+  }
+  for (const room of rooms) assert.notEqual(layerOf(room, LAYERS), -1, `${room} has no layer`);
+  for (const a of ALLOWED_UPWARD_IMPORTS) {
+    assert.ok(layerOf(a.from, LAYERS) < layerOf(a.to, LAYERS), `${a.from} → ${a.to} is not upward`);
+  }
 });

@@ -1,7 +1,7 @@
 // Journal record framing and the event codec: round trips, damage detection, cuts at any byte.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import { decodeEvent, encodeEvent, EventDecodeError } from "../../src/state/event_codec.ts";
 import type { JournalEvent } from "../../src/state/events.ts";

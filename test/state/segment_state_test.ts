@@ -3,7 +3,7 @@
 // back to the same state.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { concatBytes } from "../../providers/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { initHashes } from "../../src/hash.ts";
 import type { JournalEvent } from "../../src/state/events.ts";
 import { decodeRecords, encodeRecord } from "../../src/state/journal.ts";

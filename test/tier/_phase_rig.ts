@@ -3,7 +3,7 @@
 // and the partition's `PartitionLedger` (with an incarnation recorded unless asked otherwise).
 // Each phase is then called with explicit inputs, without a `TierWorker` around it.
 import { readFile } from "node:fs/promises";
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import { Deadline } from "../../providers/retry.ts";
 import {
   type RetryEvent,

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { appendFile, mkdir, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../../src/base/clock.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { Config } from "../../src/config/schema.ts";

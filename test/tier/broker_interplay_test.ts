@@ -37,7 +37,7 @@ import {
 } from "../_model/tier_harness.ts";
 import { testConfig } from "../_config.ts";
 import { aheadClock, FakeClock } from "../_fake_clock.ts";
-import type { Clock } from "../../providers/clock.ts";
+import type { Clock } from "../../src/base/clock.ts";
 
 await initHashes();
 

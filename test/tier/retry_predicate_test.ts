@@ -3,7 +3,7 @@
 // answers transport errors is retried and does raise it.
 import assert from "node:assert/strict";
 import { appendFile } from "node:fs/promises";
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import { decorateStore, type StoreOp } from "../../providers/decorate.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import type { ObjectStore } from "../../providers/types.ts";

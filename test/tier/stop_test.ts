@@ -2,7 +2,7 @@
 // starts no new one. The clock is fake and never moves, and the upload deadline is an hour
 // away, so nothing but the cancellation can end a pass that waits on the store.
 import assert from "node:assert/strict";
-import { systemClock } from "../../providers/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import { decorateStore, type StoreOp } from "../../providers/decorate.ts";
 import { Deadline } from "../../providers/retry.ts";
 import { SimStore } from "../../providers/sim/store.ts";

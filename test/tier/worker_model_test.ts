@@ -10,7 +10,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { SimStore } from "../../providers/sim/store.ts";
 import type { ObjectStore } from "../../providers/types.ts";
-import { seededRandom } from "../../providers/rng.ts";
+import { seededRandom } from "../../src/base/rng.ts";
 import type { Config } from "../../src/config/schema.ts";
 import { appendMessages, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";

@@ -3,7 +3,7 @@
 // EC2 IMDSv2 (not asked for a store that is not AWS, unless a metadata endpoint is named) — the
 // first that is configured answers. An explicit source is a chain of one;
 // `assume_role_arn` puts STS AssumeRole on top of whichever answered; `none` signs nothing.
-import type { Clock } from "../../clock.ts";
+import type { Clock } from "../../../src/base/clock.ts";
 import type { FetchFn } from "../../http.ts";
 import { secretRedactor } from "../../_redact.ts";
 import type { Credentials } from "../../s3/sigv4.ts";

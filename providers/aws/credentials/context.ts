@@ -1,6 +1,6 @@
 // What every AWS credential source that makes requests is given: the environment, the
 // transport, the clock and the scrubber of every secret the chain holds.
-import type { Clock } from "../../clock.ts";
+import type { Clock } from "../../../src/base/clock.ts";
 import type { FetchFn } from "../../http.ts";
 import type { EndpointContext } from "../../credentials/endpoint.ts";
 import type { Env } from "../../credentials/types.ts";

@@ -2,7 +2,7 @@
 // and AssumeRoleWithWebIdentity (unsigned: the token is the proof), as form POSTs to the STS
 // endpoint — AWS's regional one, or MinIO's own root. Answers are `<Credentials>` XML; errors
 // are `<ErrorResponse><Error>` with a code.
-import type { Clock } from "../../clock.ts";
+import type { Clock } from "../../../src/base/clock.ts";
 import { type Credentials, sha256Hex, signRequest } from "../../s3/sigv4.ts";
 import { childText, parseXml, rootElement, type XmlNode } from "../../_xml.ts";
 import { callEndpoint, type EndpointContext, refusalKind } from "../../credentials/endpoint.ts";

@@ -17,7 +17,7 @@ import { orphanSweepDue, sweepOrphans } from "./orphan_sweep.ts";
 import { RequestQuota } from "./quota.ts";
 import { type HousekeepingState, loadHousekeepingState, saveHousekeepingState } from "./state.ts";
 import { verifyCopies, verifyDue } from "./verify.ts";
-import type { Clock } from "../../../providers/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 
 /** What the status page shows of housekeeping. */
 export interface HousekeepingStatus {

@@ -1,6 +1,6 @@
 // What a housekeeping job is given: the partitions it tends (their ledgers), a store view that
 // counts against the run's request quota, the persisted state, and the agent's services.
-import type { Clock } from "../../../providers/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import type { ObjectStore } from "../../../providers/types.ts";
 import type { Config } from "../../config/schema.ts";
 import type { FormatName } from "../../format/types.ts";

@@ -4,7 +4,7 @@
 // missing objects were already reported (so a verify pass does not count them twice).
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileDurable } from "../../state/durable.ts";
+import { writeFileDurable } from "../../base/durable.ts";
 
 /** The persisted housekeeping state. */
 export interface HousekeepingState {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { awsCredentialSupplier } from "../../../providers/aws/credentials/chain.ts";
 import { readCredentials } from "../../../providers/aws/credentials/sts.ts";
-import { systemClock } from "../../../providers/clock.ts";
+import { systemClock } from "../../../src/base/clock.ts";
 import { envFrom } from "../../../providers/credentials/types.ts";
 import { probeStore } from "../../../providers/probe.ts";
 import { EMPTY_SHA256, sha256Hex, signRequest } from "../../../providers/s3/sigv4.ts";

@@ -14,7 +14,7 @@ import { CredentialError, envFrom } from "../../../providers/credentials/types.t
 import { tokenSourceFromConfig } from "../../../providers/gcs/credentials.ts";
 import { S3Store } from "../../../providers/s3/store.ts";
 import { FakeClock } from "../../_fake_clock.ts";
-import { systemClock } from "../../../providers/clock.ts";
+import { systemClock } from "../../../src/base/clock.ts";
 import { tempDir } from "../../_util.ts";
 import {
   startAad,

@@ -10,7 +10,7 @@ import { probeStore } from "../../../providers/probe.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { type FakeGcsServer, findFakeGcs, startFakeGcs } from "../../fixtures/fake_gcs.ts";
 import { announceSkip, freePort } from "../../fixtures/_server.ts";
-import { concatBytes } from "../../../providers/bytes.ts";
+import { concatBytes } from "../../../src/base/bytes.ts";
 import { randomBytes } from "../_bytes.ts";
 import { checkUploadFile } from "../_upload.ts";
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { join } from "node:path";
-import { concatBytes } from "../../../providers/bytes.ts";
+import { concatBytes } from "../../../src/base/bytes.ts";
 import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts";
 import { uploadFile } from "../../../providers/upload.ts";
 import { SimStore } from "../../../providers/sim/store.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { writeNewFile } from "../../src/runtime/file_write.ts";
+import { writeNewFile } from "../../src/base/file_write.ts";
 import { tempDir } from "../_util.ts";
 
 Deno.test("the new file holds the parts in order, and nothing of an older, longer file", async () => {

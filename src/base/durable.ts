@@ -1,22 +1,29 @@
 // Crash-safe file replacement for tierd's own state (markers, journal snapshots): a file is
 // either absent, the old version or the whole new version, and durable once the call resolves.
-import { open, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import { writeAll } from "../../providers/bytes.ts";
+import { writeAll } from "./bytes.ts";
+
+/** What opening or syncing a folder fails with where folders cannot be synced that way. */
+const UNSYNCABLE_FOLDER = new Set(["EISDIR", "EPERM", "EINVAL", "EBADF"]);
 
 /**
- * Flushes a directory's entries (creations, renames, unlinks) to stable storage.
+ * Flushes a directory's entries (creations, renames, unlinks) to stable storage; a no-op on a
+ * platform where a folder cannot be opened and synced (the errors in `UNSYNCABLE_FOLDER`).
  *
  * @param path The directory to sync.
  * @returns Resolves once the directory has been fsynced.
- * @throws The underlying `node:fs` error if the directory cannot be opened or synced.
+ * @throws The underlying `node:fs` error if the directory is missing or the sync fails.
  */
 export async function fsyncDir(path: string): Promise<void> {
-  const fh = await open(path, "r");
+  let fh: FileHandle | undefined;
   try {
+    fh = await open(path, "r");
     await fh.sync();
+  } catch (err) {
+    if (!UNSYNCABLE_FOLDER.has((err as { code?: string }).code ?? "")) throw err;
   } finally {
-    await fh.close();
+    await fh?.close();
   }
 }
 

@@ -1,6 +1,6 @@
-// providers/clock.ts: the abortable wait (untilAborted) gives up the wait, never the work.
+// src/base/clock.ts: the abortable wait (untilAborted) gives up the wait, never the work.
 import assert from "node:assert/strict";
-import { untilAborted } from "../../providers/clock.ts";
+import { untilAborted } from "../../src/base/clock.ts";
 
 Deno.test("untilAborted: the promise's value or error when it settles first", async () => {
   const controller = new AbortController();

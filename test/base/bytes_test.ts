@@ -1,8 +1,8 @@
-// providers/bytes.ts: joining chunks, and file writes and reads that loop over short transfers.
+// src/base/bytes.ts: joining chunks, and file writes and reads that loop over short transfers.
 import assert from "node:assert/strict";
 import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
-import { concatBytes, readInto, writeAll } from "../../providers/bytes.ts";
+import { concatBytes, readInto, writeAll } from "../../src/base/bytes.ts";
 import { tempDir } from "../_util.ts";
 
 /** A file in memory that moves at most `step` bytes per call, like a short read or write. */

@@ -1,7 +1,7 @@
-// The one seeded PRNG (providers/rng.ts): its sequences are pinned, because generated segments,
+// The one seeded PRNG (src/base/rng.ts): its sequences are pinned, because generated segments,
 // fault schedules and benchmark workloads replay from them.
 import assert from "node:assert/strict";
-import { seededRandom, seededUint32 } from "../../providers/rng.ts";
+import { seededRandom, seededUint32 } from "../../src/base/rng.ts";
 
 Deno.test("rng: mulberry32 integers are pinned for a seed", () => {
   const next = seededUint32(42);

@@ -3,7 +3,7 @@
 // `Deno.FsFile` writes, like Bun's `node:fs`, go to a worker thread; so under Deno the file is
 // written through `Deno.open`, elsewhere through `node:fs/promises`.
 import { open } from "node:fs/promises";
-import { writeAll } from "../../providers/bytes.ts";
+import { writeAll } from "./bytes.ts";
 
 /** The part of Deno's file API used here. */
 interface DenoFiles {
