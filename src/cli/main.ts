@@ -13,6 +13,7 @@ import { probeCommand } from "./probe.ts";
 import { readCommand } from "./read.ts";
 import { restoreCommand } from "./restore.ts";
 import { runCommand } from "./run.ts";
+import { verifyCommand } from "./verify.ts";
 
 /** Every command, in the order `tierd --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -21,6 +22,7 @@ export const COMMANDS: readonly Command[] = [
   configCommand,
   genCommand,
   lsCommand,
+  verifyCommand,
   readCommand,
   restoreCommand,
 ];
