@@ -9,6 +9,7 @@ import { type Command, commandUsage, parseCommand, UsageError } from "./args.ts"
 import { configCommand } from "./config_cmd.ts";
 import { genCommand } from "./gen.ts";
 import { lsCommand } from "./ls.ts";
+import { planCommand } from "./plan.ts";
 import { probeCommand } from "./probe.ts";
 import { readCommand } from "./read.ts";
 import { restoreCommand } from "./restore.ts";
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   genCommand,
   lsCommand,
   verifyCommand,
+  planCommand,
   readCommand,
   restoreCommand,
 ];
