@@ -69,6 +69,35 @@ export const PARTITION_FLAGS: Record<string, FlagSpec> = {
   partition: { type: "string", value: "P", help: "only this partition id" },
 };
 
+/** Which partitions the {@link PARTITION_FLAGS} select: undefined fields match any. */
+export interface PartitionFilter {
+  stream?: number;
+  topic?: number;
+  partition?: number;
+}
+
+/**
+ * Reads `--stream`, `--topic` and `--partition` (each optional).
+ * @throws {UsageError} for a value that is not a non-negative integer
+ */
+export function partitionFilter(values: Record<string, unknown>): PartitionFilter {
+  return {
+    stream: optionalIntFlag(values, "stream"),
+    topic: optionalIntFlag(values, "topic"),
+    partition: optionalIntFlag(values, "partition"),
+  };
+}
+
+/** True when `filter` selects partition `id`. */
+export function filterAccepts(
+  filter: PartitionFilter,
+  id: { stream: number; topic: number; partition: number },
+): boolean {
+  return (filter.stream === undefined || filter.stream === id.stream) &&
+    (filter.topic === undefined || filter.topic === id.topic) &&
+    (filter.partition === undefined || filter.partition === id.partition);
+}
+
 const HELP_FLAG: FlagSpec = { type: "boolean", short: "h", help: "print this help and exit" };
 
 /**

@@ -9,7 +9,10 @@ import { incarnationHex, type PartitionId, partitionLabel } from "../layout/part
 import { discoverPartitions } from "../partition/discover.ts";
 import { listSegments } from "../partition/segments.ts";
 import { JournalStateReader } from "../read/state_source.ts";
-import { emptyState, segmentsOf } from "../state/segment_state.ts";
+import { emptyState, type PartitionState, segmentsOf } from "../state/segment_state.ts";
+import { filterAccepts, type PartitionFilter } from "./args.ts";
+
+export type { PartitionFilter } from "./args.ts";
 
 /** Where a segment's bytes are. */
 export type Location = "local" | "remote" | "local+remote" | "-";
@@ -43,18 +46,69 @@ export interface PartitionEntry {
   segments: SegmentEntry[];
 }
 
-/** Which partitions to list: undefined fields match any. */
-export interface PartitionFilter {
-  stream?: number;
-  topic?: number;
-  partition?: number;
+/** A tiered partition, found on the broker or only in tierd's state, with its journal state. */
+export interface TieredPartition {
+  id: PartitionId;
+  /** `stream/topic/partition`. */
+  label: string;
+  /** The broker's partition directory; undefined when only tierd's state knows the partition. */
+  dir?: string;
+  /** The directory's device and inode (broker partitions only). */
+  device?: number;
+  inode?: number;
+  /** The folded journal, read-only; an empty state for a broker partition without one. */
+  state: PartitionState;
 }
 
 /**
- * Lists the tiered partitions (those `filter` accepts) with their segments, oldest first: the
- * broker's partition directories under `agent.data_dir`, and the partitions only tierd's state
- * knows (a journal under `agent.state_dir` without a broker directory: after a state-only
- * restore, or once the broker dropped the partition), whose segments are all remote.
+ * The tiered partitions `filter` accepts, in id order, each with its journal read read-only
+ * (the agent may be running and appending): the broker's partition directories under
+ * `agent.data_dir`, and the partitions only tierd's state knows (a journal under
+ * `agent.state_dir` without a broker directory: after a state-only restore, or once the broker
+ * dropped the partition). `ls`, `verify` and `plan` select their partitions with it.
+ *
+ * @param config a loaded config
+ * @param filter stream, topic and partition to keep
+ * @param journals where the journals are read (one reader re-reads only what changed)
+ * @throws {JournalStateError} when a journal holds an illegal transition
+ */
+export async function tieredPartitions(
+  config: Config,
+  filter: PartitionFilter = {},
+  journals: JournalStateReader = new JournalStateReader(config.agent.state_dir),
+): Promise<TieredPartition[]> {
+  const wanted = (id: PartitionId) =>
+    tieredTopic(config, id) !== undefined && filterAccepts(filter, id);
+  const brokers = await discoverPartitions(config.agent.data_dir, wanted);
+  const onBroker = new Set(brokers.map(partitionLabel));
+  // The state dir has the broker's layout: its partition folders are found the same way.
+  const stateOnly = (await discoverPartitions(config.agent.state_dir, wanted))
+    .filter((p) => !onBroker.has(partitionLabel(p)))
+    .map((p) => ({ ...p, dir: undefined, device: undefined, inode: undefined }));
+  const parts = [...brokers, ...stateOnly].sort((a, b) =>
+    a.stream - b.stream || a.topic - b.topic || a.partition - b.partition
+  );
+  const out: TieredPartition[] = [];
+  for (const part of parts) {
+    const state = (await journals.state(part)) ?? (part.dir ? emptyState() : undefined);
+    if (!state) continue; // a state folder without a journal: nothing to know of it
+    const id = { stream: part.stream, topic: part.topic, partition: part.partition };
+    out.push({
+      id,
+      label: partitionLabel(id),
+      dir: part.dir,
+      device: part.device,
+      inode: part.inode,
+      state,
+    });
+  }
+  return out;
+}
+
+/**
+ * Lists the tiered partitions (those `filter` accepts) with their segments, oldest first (see
+ * {@linkcode tieredPartitions}); a partition only tierd's state knows has all its segments
+ * remote.
  *
  * @param config a loaded config
  * @param filter stream, topic and partition to keep
@@ -64,27 +118,10 @@ export async function inventory(
   config: Config,
   filter: PartitionFilter = {},
 ): Promise<PartitionEntry[]> {
-  const wanted = (id: PartitionId) =>
-    tieredTopic(config, id) !== undefined &&
-    (filter.stream === undefined || filter.stream === id.stream) &&
-    (filter.topic === undefined || filter.topic === id.topic) &&
-    (filter.partition === undefined || filter.partition === id.partition);
-  const journals = new JournalStateReader(config.agent.state_dir);
   const out: PartitionEntry[] = [];
-  const brokers = await discoverPartitions(config.agent.data_dir, wanted);
-  const onBroker = new Set(brokers.map(partitionLabel));
-  // The state dir has the broker's layout: its partition folders are found the same way.
-  const stateOnly = (await discoverPartitions(config.agent.state_dir, wanted))
-    .filter((p) => !onBroker.has(partitionLabel(p)))
-    .map((p) => ({ ...p, dir: undefined }));
-  const parts = [...brokers, ...stateOnly].sort((a, b) =>
-    a.stream - b.stream || a.topic - b.topic || a.partition - b.partition
-  );
-  for (const part of parts) {
-    const state = (await journals.state(part)) ?? (part.dir ? emptyState() : undefined);
-    if (!state) continue; // a state folder without a journal: nothing to list
-    const local = part.dir
-      ? await listSegments(part.dir, {
+  for (const { id, label, dir, state } of await tieredPartitions(config, filter)) {
+    const local = dir
+      ? await listSegments(dir, {
         now: systemClock.now(),
         quiescenceMs: config.agent.seal_quiescence,
       })
@@ -111,8 +148,8 @@ export async function inventory(
       };
     });
     out.push({
-      id: { stream: part.stream, topic: part.topic, partition: part.partition },
-      label: partitionLabel(part),
+      id,
+      label,
       incarnation: state.incarnation === undefined ? "-" : incarnationHex(state.incarnation),
       generation: state.generation,
       floor: state.floor,

@@ -5,9 +5,9 @@ import { humanSize } from "../config/units.ts";
 import {
   type Command,
   CONFIG_FLAG,
-  optionalIntFlag,
   type ParsedArgs,
   PARTITION_FLAGS,
+  partitionFilter,
 } from "./args.ts";
 import { loadContext } from "./context.ts";
 import { inventory, type PartitionEntry, type SegmentEntry } from "./inventory.ts";
@@ -40,11 +40,7 @@ export const lsCommand: Command = {
 
 async function ls({ values }: ParsedArgs): Promise<number> {
   const ctx = await loadContext(values.config);
-  const parts = await inventory(ctx.config, {
-    stream: optionalIntFlag(values, "stream"),
-    topic: optionalIntFlag(values, "topic"),
-    partition: optionalIntFlag(values, "partition"),
-  });
+  const parts = await inventory(ctx.config, partitionFilter(values));
   if (values.json) {
     const rows = parts.flatMap((p) =>
       p.segments.map((s) => ({

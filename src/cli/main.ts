@@ -9,10 +9,12 @@ import { type Command, commandUsage, parseCommand, UsageError } from "./args.ts"
 import { configCommand } from "./config_cmd.ts";
 import { genCommand } from "./gen.ts";
 import { lsCommand } from "./ls.ts";
+import { planCommand } from "./plan.ts";
 import { probeCommand } from "./probe.ts";
 import { readCommand } from "./read.ts";
 import { restoreCommand } from "./restore.ts";
 import { runCommand } from "./run.ts";
+import { verifyCommand } from "./verify.ts";
 
 /** Every command, in the order `tierd --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -21,6 +23,8 @@ export const COMMANDS: readonly Command[] = [
   configCommand,
   genCommand,
   lsCommand,
+  verifyCommand,
+  planCommand,
   readCommand,
   restoreCommand,
 ];

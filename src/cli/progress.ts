@@ -115,9 +115,10 @@ export class Progress {
   }
 }
 
-/** `"1 h 2 m"`, `"3 m 4 s"`, `"5 s"`. */
+/** `"2 d 3 h"`, `"1 h 2 m"`, `"3 m 4 s"`, `"5 s"`. */
 export function formatDuration(seconds: number): string {
   const s = Math.round(seconds);
+  if (s >= 86400) return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
   if (s >= 3600) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
   if (s >= 60) return `${Math.floor(s / 60)} m ${s % 60} s`;
   return `${s} s`;

@@ -25,9 +25,11 @@ import { lockStateDir } from "../runtime/state_lock.ts";
 import {
   type Command,
   CONFIG_FLAG,
-  optionalIntFlag,
+  filterAccepts,
   type ParsedArgs,
   PARTITION_FLAGS,
+  type PartitionFilter,
+  partitionFilter,
   UsageError,
 } from "./args.ts";
 import { loadContext, storeFor } from "./context.ts";
@@ -79,11 +81,7 @@ export const restoreCommand: Command = {
 };
 
 async function restoreState({ values }: ParsedArgs): Promise<number> {
-  const only = {
-    stream: optionalIntFlag(values, "stream"),
-    topic: optionalIntFlag(values, "topic"),
-    partition: optionalIntFlag(values, "partition"),
-  };
+  const only = partitionFilter(values);
   const named = namedCandidate(values, only);
   const ctx = await loadContext(values.config);
   const { config, logger } = ctx;
@@ -115,10 +113,7 @@ async function restoreState({ values }: ParsedArgs): Promise<number> {
       withData: values["with-data"] === true,
       acceptHoles: values["accept-holes"] === true,
       named,
-      filter: (id: { stream: number; topic: number; partition: number }) =>
-        (only.stream === undefined || id.stream === only.stream) &&
-        (only.topic === undefined || id.topic === only.topic) &&
-        (only.partition === undefined || id.partition === only.partition),
+      filter: (id: { stream: number; topic: number; partition: number }) => filterAccepts(only, id),
       listing: (what: string, p: ListingProgress) => listings.update(what, p),
     };
     const ids = await partitionsToRestore(options);
@@ -196,7 +191,7 @@ async function restoreState({ values }: ParsedArgs): Promise<number> {
 /** `--incarnation` / `--generation`, which name one partition's choice. */
 function namedCandidate(
   values: ParsedArgs["values"],
-  only: { stream?: number; topic?: number; partition?: number },
+  only: PartitionFilter,
 ): { incarnation?: bigint; generation?: bigint } | undefined {
   const inc = values.incarnation;
   const gen = values.generation;

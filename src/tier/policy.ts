@@ -25,19 +25,50 @@ export interface LocalRetention {
 /** At most this many segments are evicted per partition per pass. */
 export const MAX_EVICTIONS_PER_PASS = 16;
 
+/** Why local retention wants a segment gone, as {@linkcode explainEvictions} found it. */
+export interface EvictionReason {
+  /** Age of the segment's newest message at the decision, ms. */
+  ageMs: number;
+  /** The partition's local bytes before this segment goes. */
+  localBytes: number;
+  /** `local_retention_age` is exceeded. */
+  byAge: boolean;
+  /** `local_retention_size` is exceeded. */
+  bySize: boolean;
+}
+
+/** A segment eviction chose, and why. */
+export interface EvictionChoice<T extends EvictionCandidate = EvictionCandidate> {
+  segment: T;
+  reason: EvictionReason;
+}
+
 /**
  * Chooses the segments to evict: a prefix of the local chain (oldest first) of sealed, copied
  * segments ending at or below `floor`, while local retention is exceeded; at most 16.
  */
-export function chooseEvictions(
-  local: EvictionCandidate[],
+export function chooseEvictions<T extends EvictionCandidate>(
+  local: T[],
   floor: bigint,
   retention: LocalRetention,
   nowMs: number,
-): EvictionCandidate[] {
+): T[] {
+  return explainEvictions(local, floor, retention, nowMs).map((c) => c.segment);
+}
+
+/**
+ * {@linkcode chooseEvictions} with the reason of each choice: the decision itself (the agent's
+ * eviction and `tierd plan` both run it).
+ */
+export function explainEvictions<T extends EvictionCandidate>(
+  local: T[],
+  floor: bigint,
+  retention: LocalRetention,
+  nowMs: number,
+): EvictionChoice<T>[] {
   if (!Number.isFinite(retention.ageMs) && !Number.isFinite(retention.sizeBytes)) return [];
   let localBytes = local.reduce((n, s) => n + s.size, 0);
-  const out: EvictionCandidate[] = [];
+  const out: EvictionChoice<T>[] = [];
   for (const seg of local) {
     if (out.length >= MAX_EVICTIONS_PER_PASS) break;
     if (!seg.sealed || !seg.copied || seg.endOffset > floor) break; // prefix only
@@ -45,7 +76,7 @@ export function chooseEvictions(
     const tooOld = ageMs >= retention.ageMs;
     const tooBig = localBytes > retention.sizeBytes;
     if (!tooOld && !tooBig) break;
-    out.push(seg);
+    out.push({ segment: seg, reason: { ageMs, localBytes, byAge: tooOld, bySize: tooBig } });
     localBytes -= seg.size;
   }
   return out;
@@ -69,28 +100,63 @@ export interface TotalRetention {
   maxBytes: number;
 }
 
+/** Why total retention deletes a copy, as {@linkcode explainRetentionDeletes} found it. */
+export interface RetentionReason {
+  /** Age of the copy's newest message at the decision, ms. */
+  ageMs: number;
+  /** The partition's bytes (evicted copies and local segments) before this copy goes. */
+  partitionBytes: number;
+  /** `message_expiry` is exceeded. */
+  expired: boolean;
+  /** An evicted copy while the partition holds more than its share of `max_topic_size`. */
+  oversize: boolean;
+}
+
+/** A copy total retention chose, and why. */
+export interface RetentionChoice<T extends RetentionCandidate = RetentionCandidate> {
+  segment: T;
+  reason: RetentionReason;
+}
+
 /**
  * Chooses remote copies to delete, oldest first: expired ones, then oldest evicted ones while
  * the partition holds more than its share. Stops at the first segment the barrier protects
  * (`deletable` false) and after `limit` segments.
  */
-export function chooseRetentionDeletes(
-  remote: RetentionCandidate[],
+export function chooseRetentionDeletes<T extends RetentionCandidate>(
+  remote: T[],
   totalBytes: number,
   retention: TotalRetention,
   nowMs: number,
   deletable: (endOffset: bigint) => boolean,
   limit: number,
-): RetentionCandidate[] {
+): T[] {
+  return explainRetentionDeletes(remote, totalBytes, retention, nowMs, deletable, limit)
+    .map((c) => c.segment);
+}
+
+/**
+ * {@linkcode chooseRetentionDeletes} with the reason of each choice: the decision itself (the
+ * agent's retention and `tierd plan` both run it).
+ */
+export function explainRetentionDeletes<T extends RetentionCandidate>(
+  remote: T[],
+  totalBytes: number,
+  retention: TotalRetention,
+  nowMs: number,
+  deletable: (endOffset: bigint) => boolean,
+  limit: number,
+): RetentionChoice<T>[] {
   if (!Number.isFinite(retention.expiryMs) && !Number.isFinite(retention.maxBytes)) return [];
-  const out: RetentionCandidate[] = [];
+  const out: RetentionChoice<T>[] = [];
   let bytes = totalBytes;
   for (const seg of remote) {
     if (out.length >= limit || !deletable(seg.endOffset)) break;
-    const expired = nowMs - Number(seg.maxTimestamp / 1000n) >= retention.expiryMs;
+    const ageMs = nowMs - Number(seg.maxTimestamp / 1000n);
+    const expired = ageMs >= retention.expiryMs;
     const oversize = seg.evicted && bytes > retention.maxBytes;
     if (!expired && !oversize) break; // oldest first: keep the chain a suffix
-    out.push(seg);
+    out.push({ segment: seg, reason: { ageMs, partitionBytes: bytes, expired, oversize } });
     if (seg.evicted) bytes -= seg.size;
   }
   return out;

@@ -82,11 +82,17 @@ export async function verifyContent(
   return await readBack(store, head.key, local, options);
 }
 
-/** Reads the object in ranged GETs, paced by `bandwidth`, and compares its XXH3-128. */
-async function readBack(
+/**
+ * Reads the object at `key` in ranged GETs, paced by `bandwidth`, and compares its XXH3-128 with
+ * the segment's: the proof that needs no local file (and trusts no stored checksum).
+ * @param expected the segment's size and XXH3-128, as journaled
+ * @throws {CopyMismatchError} when the object has another size or other bytes
+ * @throws {StoreError} from the store (`NotFound` when the object is gone)
+ */
+export async function readBack(
   store: ObjectStore,
   key: string,
-  local: LocalBytes,
+  local: Pick<LocalBytes, "size" | "checksum">,
   options: { signal?: AbortSignal; bandwidth?: Bandwidth; chunkSize?: number },
 ): Promise<ContentProof> {
   const chunk = options.chunkSize ?? READ_BACK_CHUNK;

@@ -63,6 +63,7 @@ Deno.test("formatDuration", () => {
   assert.equal(formatDuration(4.4), "4 s");
   assert.equal(formatDuration(125), "2 m 5 s");
   assert.equal(formatDuration(3 * 3600 + 120), "3 h 2 m");
+  assert.equal(formatDuration(9 * 86400 + 5 * 3600 + 59), "9 d 5 h");
 });
 
 Deno.test("a big item moves the terminal line while it is under way; a plain log prints no partials", () => {

@@ -4,24 +4,11 @@
 // silently: it is logged, counted and shown. A copy whose local files still exist goes DANGLING
 // (cleaned up and copied again by the next pass); an evicted one cannot be repaired and is
 // reported once, loudly. A pass spans runs: a cursor per partition says where it stands.
-import { probeAbsence } from "../../../providers/absence.ts";
-import { type ObjectHead, StoreError } from "../../../providers/types.ts";
-import { fromUserMetadata, sameSegment } from "../../layout/object_metadata.ts";
+import { checkCopy, type CopyProblem } from "../copy_check.ts";
 import type { CopiedRecord } from "../../state/segment_state.ts";
 import { segmentsOf } from "../../state/segment_state.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
-
-/** What is wrong with a remote copy. */
-export interface CopyProblem {
-  key: string;
-  /**
-   * `missing`: confirmed gone (a HEAD, then a listing); `mismatched`: it describes other bytes;
-   * `unreadable`: the store lists it but answers NotFound to a HEAD (not counted as missing).
-   */
-  kind: "missing" | "mismatched" | "unreadable";
-  detail: string;
-}
 
 /** True when a verify pass is due (or one is under way). */
 export function verifyDue(env: Omit<JobEnv, "store">, now: number): boolean {
@@ -50,7 +37,8 @@ export async function verifyCopies(env: JobEnv): Promise<JobOutcome> {
     v.cursor[label] = String(from);
     try {
       for (const rec of toVerify(t, from)) {
-        const problem = await checkCopy(env, t, rec);
+        const keys = t.ledger.keys(rec.start, rec.generation);
+        const { problem } = await checkCopy(env.store, keys, rec.meta, t.format);
         out.counts.checked++;
         if (problem) await report(env, t, rec, problem, out);
         v.cursor[label] = String(rec.start);
@@ -78,86 +66,6 @@ function toVerify(t: Tended, after: bigint): CopiedRecord[] {
       r.state === "COPY_SEGMENT_FINISHED" && r.start > after && r.meta.endOffset <= state.floor
     )
     .sort((a, b) => (a.start < b.start ? -1 : 1));
-}
-
-/** HEADs a copy's two objects; returns what is wrong, or undefined when it is as recorded. */
-export async function checkCopy(
-  env: Pick<JobEnv, "store">,
-  t: Tended,
-  rec: CopiedRecord,
-): Promise<CopyProblem | undefined> {
-  const keys = t.ledger.keys(rec.start, rec.generation);
-  const meta = rec.meta;
-  const head = await headOrMissing(env, keys.log);
-  if (head === "gone") return { key: keys.log, kind: "missing", detail: "the object is gone" };
-  if (head === "unreadable") {
-    return {
-      key: keys.log,
-      kind: "unreadable",
-      detail: "the store lists the object but answers NotFound to a HEAD of it",
-    };
-  }
-  if (head.size !== meta.size) {
-    return {
-      key: keys.log,
-      kind: "mismatched",
-      detail: `object is ${head.size} bytes, the copy was ${meta.size}`,
-    };
-  }
-  try {
-    const remote = fromUserMetadata(keys.log, head.metadata);
-    const format = t.format ?? remote.format;
-    if (!sameSegment(remote, { ...meta, format })) {
-      return {
-        key: keys.log,
-        kind: "mismatched",
-        detail: "its metadata describes other bytes than the verified copy",
-      };
-    }
-  } catch (err) {
-    return { key: keys.log, kind: "mismatched", detail: (err as Error).message };
-  }
-  const ihead = await headOrMissing(env, keys.index);
-  if (ihead === "gone") {
-    return { key: keys.index, kind: "missing", detail: "the index object is gone" };
-  }
-  if (ihead === "unreadable") {
-    return {
-      key: keys.index,
-      kind: "unreadable",
-      detail: "the store lists the index object but answers NotFound to a HEAD of it",
-    };
-  }
-  if (ihead.size !== meta.indexSize) {
-    return {
-      key: keys.index,
-      kind: "mismatched",
-      detail: `index object is ${ihead.size} bytes, the copy was ${meta.indexSize}`,
-    };
-  }
-  return undefined;
-}
-
-/**
- * The object's HEAD; `gone` once its absence is confirmed (a HEAD, then a listing: one NotFound
- * is not enough), `unreadable` when the store lists it but cannot HEAD it.
- */
-async function headOrMissing(
-  env: Pick<JobEnv, "store">,
-  key: string,
-): Promise<ObjectHead | "gone" | "unreadable"> {
-  for (let attempt = 0;; attempt++) {
-    try {
-      return await env.store.head(key);
-    } catch (err) {
-      if (!(err instanceof StoreError && err.kind === "NotFound")) throw err;
-    }
-    const where = await probeAbsence(env.store, key);
-    if (where === "absent") return "gone";
-    if (where === "listed") return "unreadable";
-    // Found on a second look: the store wavered. HEAD it once more for its facts.
-    if (attempt > 0) return "unreadable";
-  }
 }
 
 async function report(

@@ -14,7 +14,12 @@ import { probeAbsence } from "../../../providers/absence.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { segmentStem } from "../../layout/partition.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
-import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_state.ts";
+import {
+  getSegment,
+  type PartitionState,
+  type SegmentRecord,
+  segmentsOf,
+} from "../../state/segment_state.ts";
 import { CopyMismatchError, SegmentChangedError } from "../copy_segment.ts";
 import { attemptKey, EvictionGate, EvictionHeldError } from "../eviction_gate.ts";
 import type { Admission, Evictor } from "../evictor.ts";
@@ -29,7 +34,12 @@ import {
   stopping,
   withSegmentDeadline,
 } from "../phase.ts";
-import { chooseEvictions, type EvictionCandidate } from "../policy.ts";
+import {
+  chooseEvictions,
+  type EvictionCandidate,
+  type EvictionChoice,
+  explainEvictions,
+} from "../policy.ts";
 
 /** What the eviction phase did. */
 export interface EvictOutcome extends Problems {
@@ -58,21 +68,23 @@ export async function evictPhase(
 ): Promise<EvictOutcome> {
   const out: EvictOutcome = { ...noProblems(), evicted: 0, pressured: false };
   out.evicted += await finishHalfDone(ctx, ledger, input);
-  const candidates = evictionCandidates(ctx, ledger, input.segments, out);
-  const retention = {
-    ageMs: input.topic.local_retention_age,
-    sizeBytes: input.topic.local_retention_size,
-  };
-  const now = ctx.clock.now();
-  const chosen = chooseEvictions(candidates, ledger.state.floor, retention, now);
-  // Under pressure: local retention wants more evicted than the floor allows yet.
-  const wanted = chooseEvictions(
-    candidates.map((c) => ({ ...c, copied: true })),
-    1n << 64n,
-    retention,
-    now,
-  );
-  out.pressured = wanted.length > chosen.length;
+  const plan = planEvictions(ledger.state, input.segments, input.topic, ctx.clock.now());
+  for (const c of plan.changed) {
+    // A sealed segment never changes; one that did (truncated behind our back) is not the
+    // segment in the store, so it is never evicted, and said so on every pass.
+    out.errors.push(
+      `${c.path}: ${c.localBytes} bytes, but its verified copy has ${c.copiedBytes}: ` +
+        "changed after it was copied; not evicted",
+    );
+    ctx.log.error("local segment changed after its copy was verified; not evicting it", {
+      segment: c.start,
+      path: c.path,
+      local_bytes: c.localBytes,
+      copied_bytes: c.copiedBytes,
+    });
+  }
+  const chosen = plan.chosen.map((c) => c.segment);
+  out.pressured = plan.pressured;
   const gate = input.gate ?? new EvictionGate(ledger.id, ctx.log, ctx.clock);
   if (chosen.length === 0) {
     gate.clear(); // nothing is wanted gone: nothing waits
@@ -173,28 +185,49 @@ async function finishHalfDone(
   return count;
 }
 
-/** The local segments as eviction sees them; a copied one that changed size is refused loudly. */
-function evictionCandidates(
-  ctx: PhaseContext,
-  ledger: PartitionLedger,
+/** A local segment whose size is not its verified copy's: changed after it was copied. */
+export interface ChangedSegment {
+  start: bigint;
+  path: string;
+  localBytes: number;
+  copiedBytes: number;
+}
+
+/** What eviction chooses from a partition's state and local segments, before the evictor admits. */
+export interface EvictionPlan {
+  /** The segments local retention wants gone now and the floor allows, oldest first, with why. */
+  chosen: EvictionChoice[];
+  /** Local retention wants more evicted than the floor allows yet. */
+  pressured: boolean;
+  /** Copied segments whose local size differs from the copy's: never evicted. */
+  changed: ChangedSegment[];
+}
+
+/**
+ * The eviction decision of a pass, free of I/O: the local segments as eviction sees them, then
+ * {@linkcode explainEvictions} under the topic's local retention. The eviction phase acts on it;
+ * `tierd plan` prints it.
+ * @param state the partition's journal state
+ * @param segments the broker's local segments, oldest first
+ * @param topic the topic's retention
+ * @param nowMs the time of the decision
+ */
+export function planEvictions(
+  state: PartitionState,
   segments: readonly SegmentFiles[],
-  out: EvictOutcome,
-): EvictionCandidate[] {
-  return segments.map((s) => {
-    const r = getSegment(ledger.state, ledger.state.generation, s.start);
+  topic: TopicConfig,
+  nowMs: number,
+): EvictionPlan {
+  const changed: ChangedSegment[] = [];
+  const candidates = segments.map((s): EvictionCandidate => {
+    const r = getSegment(state, state.generation, s.start);
     const copied = r?.state === "COPY_SEGMENT_FINISHED";
     if (copied && r.meta && r.meta.size !== s.logSize) {
-      // A sealed segment never changes; one that did (truncated behind our back) is not the
-      // segment in the store, so it is never evicted, and said so on every pass.
-      out.errors.push(
-        `${s.logPath}: ${s.logSize} bytes, but its verified copy has ${r.meta.size}: ` +
-          "changed after it was copied; not evicted",
-      );
-      ctx.log.error("local segment changed after its copy was verified; not evicting it", {
-        segment: s.start,
+      changed.push({
+        start: s.start,
         path: s.logPath,
-        local_bytes: s.logSize,
-        copied_bytes: r.meta.size,
+        localBytes: s.logSize,
+        copiedBytes: r.meta.size,
       });
     }
     return {
@@ -206,6 +239,16 @@ function evictionCandidates(
       sealed: s.sealed,
     };
   });
+  const retention = { ageMs: topic.local_retention_age, sizeBytes: topic.local_retention_size };
+  const chosen = explainEvictions(candidates, state.floor, retention, nowMs);
+  // Under pressure: local retention wants more evicted than the floor allows yet.
+  const wanted = chooseEvictions(
+    candidates.map((c) => ({ ...c, copied: true })),
+    1n << 64n,
+    retention,
+    nowMs,
+  );
+  return { chosen, pressured: wanted.length > chosen.length, changed };
 }
 
 /**

@@ -3,11 +3,16 @@
 // once deletable for `delete_grace`, and never at or after the lowest stored consumer offset. A deletion already journaled finishes
 // even when retention has since been turned off; nothing is deleted while the barrier is unknown.
 import type { TopicConfig } from "../../config/schema.ts";
-import { deletableUnder, readConsumerBarrier } from "../../partition/consumer_offsets.ts";
+import {
+  type ConsumerBarrier,
+  deletableUnder,
+  readConsumerBarrier,
+} from "../../partition/consumer_offsets.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import {
   type CopiedRecord,
   getSegment,
+  type PartitionState,
   type RecordWithCopy,
   segmentsOf,
 } from "../../state/segment_state.ts";
@@ -20,7 +25,7 @@ import {
   stopping,
   withSegmentDeadline,
 } from "../phase.ts";
-import { chooseRetentionDeletes } from "../policy.ts";
+import { explainRetentionDeletes, type RetentionChoice } from "../policy.ts";
 
 /** Deletions left in this pass, shared by every partition (`delete_batch_per_pass`). */
 export interface DeleteBudget {
@@ -60,13 +65,7 @@ export async function retentionPhase(
 ): Promise<RetentionOutcome> {
   const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0 };
   const { topic, budget } = input;
-  const records = segmentsOf(ledger.state);
-  const started = records.filter((r): r is RecordWithCopy =>
-    r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "retention"
-  );
-  const unlimited = !Number.isFinite(topic.message_expiry) &&
-    !Number.isFinite(topic.max_topic_size);
-  if (unlimited && started.length === 0) {
+  if (retentionIdle(ledger.state, topic)) {
     input.deletableSince.clear();
     return out;
   }
@@ -81,31 +80,17 @@ export async function retentionPhase(
   }
   const cfg = ctx.config.tiered_storage;
   const generation = ledger.state.generation;
-  // Resume deletions a crash or a store failure interrupted (unless a consumer has since moved
-  // back onto them), then choose new ones.
-  const resume = started.filter((r) => deletableUnder(barrier, r.meta.endOffset));
-  const remote = records.filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED");
-  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta.size : 0), 0) +
-    input.segments.reduce((n, s) => n + s.logSize, 0);
-  const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
-  const limit = Math.max(
-    0,
-    Math.min(budget.remaining, cfg.delete_pending_per_partition - started.length),
-  );
-  const chosen = chooseRetentionDeletes(
-    remote.map((r) => ({
-      start: r.start,
-      endOffset: r.meta.endOffset,
-      size: r.meta.size,
-      maxTimestamp: r.meta.maxTimestamp,
-      evicted: r.evicted,
-    })),
-    totalBytes,
-    { expiryMs: topic.message_expiry, maxBytes: share },
-    ctx.clock.now(),
-    (end) => deletableUnder(barrier, end),
-    limit,
-  );
+  const { resume, chosen: choices } = planRetention({
+    state: ledger.state,
+    segments: input.segments,
+    topic,
+    partitionsInTopic: input.partitionsInTopic,
+    barrier,
+    budget: budget.remaining,
+    pendingPerPartition: cfg.delete_pending_per_partition,
+    nowMs: ctx.clock.now(),
+  });
+  const chosen = choices.map((c) => c.segment);
   // A copy goes once it has been deletable for delete_grace; the others wait their turn.
   const now = ctx.clock.now();
   const since = new Map<string, number>();
@@ -175,4 +160,80 @@ async function deleteOne(
     at: ctx.clock.now(),
   });
   await ledger.removeMarker(start);
+}
+
+/**
+ * True when total retention has nothing to do in a partition: the topic sets no retention and no
+ * deletion is journaled unfinished (then the barrier is not even read).
+ */
+export function retentionIdle(state: PartitionState, topic: TopicConfig): boolean {
+  const unlimited = !Number.isFinite(topic.message_expiry) &&
+    !Number.isFinite(topic.max_topic_size);
+  return unlimited && retentionStarted(state).length === 0;
+}
+
+/** Copies whose retention deletion is journaled but not finished (a crash, a store failure). */
+function retentionStarted(state: PartitionState): RecordWithCopy[] {
+  return segmentsOf(state).filter((r): r is RecordWithCopy =>
+    r.state === "DELETE_SEGMENT_STARTED" && r.deleteCause === "retention"
+  );
+}
+
+/** What total retention decides from. */
+export interface RetentionPlanInput {
+  state: PartitionState;
+  /** Local segments as they are after eviction. */
+  segments: readonly SegmentFiles[];
+  topic: TopicConfig;
+  /** How many partitions share the topic's `max_topic_size`. */
+  partitionsInTopic: number;
+  /** The consumer barrier, read with no unreadable file (those pause every deletion). */
+  barrier: ConsumerBarrier;
+  /** Deletions left in this pass (`delete_batch_per_pass`, shared by every partition). */
+  budget: number;
+  /** `delete_pending_per_partition`. */
+  pendingPerPartition: number;
+  nowMs: number;
+}
+
+/** What total retention would delete: deletions to finish, then new ones with why. */
+export interface RetentionPlan {
+  /** Journaled deletions to finish (the barrier lets them go). */
+  resume: RecordWithCopy[];
+  /** New deletions, oldest first, each once it has stayed deletable for `delete_grace`. */
+  chosen: RetentionChoice[];
+}
+
+/**
+ * The total-retention decision of a pass, free of I/O: deletions to resume, then
+ * {@linkcode explainRetentionDeletes} over the copies of the current generation. The retention
+ * phase acts on it (after `delete_grace`); `tierd plan` prints it.
+ */
+export function planRetention(input: RetentionPlanInput): RetentionPlan {
+  const { state, topic, barrier } = input;
+  const records = segmentsOf(state);
+  const started = retentionStarted(state);
+  // Resume deletions a crash or a store failure interrupted (unless a consumer has since moved
+  // back onto them), then choose new ones.
+  const resume = started.filter((r) => deletableUnder(barrier, r.meta.endOffset));
+  const remote = records.filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED");
+  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta.size : 0), 0) +
+    input.segments.reduce((n, s) => n + s.logSize, 0);
+  const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
+  const limit = Math.max(0, Math.min(input.budget, input.pendingPerPartition - started.length));
+  const chosen = explainRetentionDeletes(
+    remote.map((r) => ({
+      start: r.start,
+      endOffset: r.meta.endOffset,
+      size: r.meta.size,
+      maxTimestamp: r.meta.maxTimestamp,
+      evicted: r.evicted,
+    })),
+    totalBytes,
+    { expiryMs: topic.message_expiry, maxBytes: share },
+    input.nowMs,
+    (end) => deletableUnder(barrier, end),
+    limit,
+  );
+  return { resume, chosen };
 }
