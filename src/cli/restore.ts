@@ -85,7 +85,7 @@ async function restoreState({ values }: ParsedArgs): Promise<number> {
     partition: optionalIntFlag(values, "partition"),
   };
   const named = namedCandidate(values, only);
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: ["store"] });
   const { config, logger } = ctx;
   const clusterId = typeof values["cluster-id"] === "string"
     ? values["cluster-id"]
