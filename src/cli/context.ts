@@ -2,6 +2,7 @@
 // once the store is open, every credential its sources handed out), the store.
 import { loadConfig } from "../config/load.ts";
 import { secretValues } from "../config/redact.ts";
+import type { Service } from "../config/rules.ts";
 import type { Config } from "../config/schema.ts";
 import { initHashes } from "../hash.ts";
 import { createLogger, type Logger, registerProcessSecrets, scrubSecrets } from "../log.ts";
@@ -22,12 +23,22 @@ export interface CommandContext {
   addSecrets(secrets: () => string[]): void;
 }
 
-/** Loads the config at `--config` (or ./tierd.toml) and a logger for it. */
-export async function loadContext(configFlag: unknown): Promise<CommandContext> {
+/**
+ * Loads the config at `--config` (or ./tierd.toml) and a logger for it.
+ *
+ * @param configFlag the `--config` value
+ * @param options.uses the services the command talks to: the config is checked for those only
+ *   (`tierd ls` needs neither the broker's password nor the store's keys) @default ALL_SERVICES
+ * @throws {ConfigError} when the config cannot be read or is invalid
+ */
+export async function loadContext(
+  configFlag: unknown,
+  options: { uses?: readonly Service[] } = {},
+): Promise<CommandContext> {
   const configPath = typeof configFlag === "string" && configFlag !== ""
     ? configFlag
     : DEFAULT_CONFIG;
-  const config = await loadConfig(configPath);
+  const config = await loadConfig(configPath, undefined, options);
   await initHashes();
   const fixed = secretValues(config);
   const dynamic: (() => string[])[] = [];

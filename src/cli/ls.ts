@@ -1,6 +1,8 @@
 // `tierd ls`: the tiered partitions, read from the journals (without modifying them: the agent
 // may be running) and the broker dir. By default one summary line per topic; `--segments` lists
 // every segment of every partition; `--json` prints every segment as JSON, sizes in bytes.
+// Everything it shows is in those two directories: it asks neither the broker nor the store, so
+// its config is checked without their addresses and credentials.
 import { humanSize } from "../config/units.ts";
 import {
   type Command,
@@ -21,7 +23,8 @@ export const lsCommand: Command = {
     description:
       "Lists what tierd knows of the tiered topics, from the journals and the broker's\n" +
       "directory (read-only: safe beside a running agent). By default one line per topic:\n" +
-      "segments local and remote, those waiting to be copied, dangling or lost, and bytes.",
+      "segments local and remote, those waiting to be copied, dangling or lost, and bytes.\n" +
+      "It asks neither the broker nor the store: their credentials are not needed.",
     flags: {
       config: CONFIG_FLAG,
       ...PARTITION_FLAGS,
@@ -39,7 +42,7 @@ export const lsCommand: Command = {
 };
 
 async function ls({ values }: ParsedArgs): Promise<number> {
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: [] });
   const parts = await inventory(ctx.config, partitionFilter(values));
   if (values.json) {
     const rows = parts.flatMap((p) =>

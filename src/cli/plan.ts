@@ -51,7 +51,7 @@ export const planCommand: Command = {
 
 async function plan({ values }: ParsedArgs): Promise<number> {
   const filter = partitionFilter(values);
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: [] });
   const { config } = ctx;
   const parts = (await tieredPartitions(config, filter)).filter((p) => p.dir !== undefined);
   // Every broker partition of a topic shares its max_topic_size, filtered or not.

@@ -29,7 +29,7 @@ export const probeCommand: Command = {
 };
 
 async function probe({ values }: ParsedArgs): Promise<number> {
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: ["store"] });
   if (ctx.config.tiered_storage.backend === "fs") {
     // Opening an fs store creates its directory: a mistyped path must be said, not made.
     const absent = await fsStoreAbsent(ctx.config.tiered_storage.fs.path);

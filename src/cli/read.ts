@@ -71,7 +71,7 @@ async function read({ values }: ParsedArgs): Promise<number> {
     if (err instanceof ParamError) throw new UsageError(err.message);
     throw err;
   }
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: ["store"] });
   const { store, prefix } = await storeFor(ctx);
   try {
     const read = createReadContext({

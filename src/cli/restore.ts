@@ -83,7 +83,7 @@ export const restoreCommand: Command = {
 async function restoreState({ values }: ParsedArgs): Promise<number> {
   const only = partitionFilter(values);
   const named = namedCandidate(values, only);
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: ["store"] });
   const { config, logger } = ctx;
   const clusterId = typeof values["cluster-id"] === "string"
     ? values["cluster-id"]
@@ -228,6 +228,7 @@ function summary(r: PartitionRestore): string[] {
   switch (r.outcome) {
     case "restored":
     case "partial": {
+      const withData = r.downloaded + r.kept > 0;
       const lines = [
         `restored ${r.partition}${where}: ${r.segments} segments (${humanSize(r.bytes)}), ` +
         `${r.downloaded} downloaded, ${r.kept} already in place` +
@@ -235,6 +236,17 @@ function summary(r: PartitionRestore): string[] {
           ? `; ${r.holes.length} HOLE(S)${r.accepted > 0 ? `, ${r.accepted} recorded lost` : ""}`
           : ""),
       ];
+      if (r.activeStart !== undefined) {
+        lines.push(
+          `  ${r.partition}: an empty segment at offset ${r.activeStart} after the restored ones: ` +
+            "the broker appends there",
+        );
+      } else if (withData) {
+        lines.push(
+          `  ${r.partition}: no empty segment after the restored ones (the bucket lacks offsets ` +
+            "after them): a broker started now appends to the last",
+        );
+      }
       for (const h of r.holes) lines.push(`  hole in ${r.partition}: ${describeHole(h)}`);
       for (const u of r.unfinished) {
         lines.push(`  unfinished copy in ${r.partition}, ignored (not a hole): ${u}`);

@@ -83,7 +83,7 @@ async function verify({ values }: ParsedArgs): Promise<number> {
   const checkers = intFlag(values, "checkers", DEFAULT_CHECKERS);
   if (checkers < 1) throw new UsageError("--checkers must be at least 1");
   const deep = values.deep === true;
-  const ctx = await loadContext(values.config);
+  const ctx = await loadContext(values.config, { uses: ["store"] });
   const { config } = ctx;
   const fail = (code: number, text: string) => {
     console.error(ctx.scrub(`tierd: ${text}`));

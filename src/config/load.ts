@@ -8,7 +8,7 @@ import process from "node:process";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { z } from "zod";
 import { ConfigError, type ConfigIssue } from "./error.ts";
-import { checkRules } from "./rules.ts";
+import { checkRules, type Service } from "./rules.ts";
 import { type Config, configSchema, NOT_SUPPORTED_YET } from "./schema.ts";
 import { REDACTED, SECRET_FIELDS, secretAt } from "./secrets.ts";
 
@@ -20,10 +20,15 @@ export type Env = Record<string, string | undefined>;
  *
  * @param path the config file; relative paths inside it resolve against its directory
  * @param env where the `TIERD_*` secret overrides are read from; defaults to `process.env`
+ * @param options.uses the services the command talks to (see {@linkcode parseConfig})
  * @returns the config with defaults filled and paths absolute
  * @throws {ConfigError} when the file is missing, unreadable, not TOML, or invalid
  */
-export async function loadConfig(path: string, env: Env = process.env): Promise<Config> {
+export async function loadConfig(
+  path: string,
+  env: Env = process.env,
+  options: { uses?: readonly Service[] } = {},
+): Promise<Config> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -35,7 +40,7 @@ export async function loadConfig(path: string, env: Env = process.env): Promise<
       : `cannot read config file ${path}: ${(e as Error).message}`;
     throw new ConfigError(path, [{ path: "", message }]);
   }
-  return parseConfig(text, path, env);
+  return parseConfig(text, path, env, options);
 }
 
 /**
@@ -48,6 +53,8 @@ export async function loadConfig(path: string, env: Env = process.env): Promise<
  *   credentials files)
  * @param env where the `TIERD_*` secret overrides are read from; defaults to `process.env`
  * @param options.notSupported keys refused as "not supported yet" @default NOT_SUPPORTED_YET
+ * @param options.uses the services the command talks to: the rules about the others (the
+ *   broker's credentials for a command that never calls it) are not checked @default ALL_SERVICES
  * @returns the config with defaults filled and paths absolute
  * @throws {ConfigError} listing every problem found
  */
@@ -55,7 +62,7 @@ export function parseConfig(
   text: string,
   source: string,
   env: Env = process.env,
-  options: { notSupported?: readonly (readonly string[])[] } = {},
+  options: { notSupported?: readonly (readonly string[])[]; uses?: readonly Service[] } = {},
 ): Config {
   let doc: Record<string, unknown>;
   try {
@@ -91,7 +98,7 @@ export function parseConfig(
   if (unsupported.length > 0) throw new ConfigError(source, unsupported);
   const config = resolvePaths(parsed.data, dirname(resolve(source)));
 
-  const violations = checkRules(config);
+  const violations = checkRules(config, options.uses);
   if (violations.length > 0) {
     const written = z.encode(configSchema, config) as Record<string, unknown>;
     throw new ConfigError(

@@ -3,7 +3,7 @@ export { ConfigError, type ConfigIssue } from "./error.ts";
 export { type ListenAddress, parseListen } from "./listen.ts";
 export { type Env, loadConfig, parseConfig } from "./load.ts";
 export { redactedConfig, renderConfig, secretValues } from "./redact.ts";
-export { checkRules, type RuleViolation } from "./rules.ts";
+export { ALL_SERVICES, checkRules, type RuleViolation, type Service } from "./rules.ts";
 export {
   type AgentConfig,
   type AzureConfig,

@@ -12,6 +12,16 @@ import {
 } from "./schema.ts";
 import { formatSize } from "./units.ts";
 
+/**
+ * What a command talks to. A rule about one (its address, its credentials) matters only to the
+ * commands that use it: `tierd ls` reads the state dir and the data dir, and does not need the
+ * broker's password or the store's keys, which an operator's shell often lacks.
+ */
+export type Service = "broker" | "store" | "listeners";
+
+/** Every service: what `tierd run` and `tierd config check` use. */
+export const ALL_SERVICES: readonly Service[] = ["broker", "store", "listeners"];
+
 /** One broken rule: the key path it is reported at and what was expected there. */
 export interface RuleViolation {
   /** Key path segments, e.g. `["tiered_storage", "s3", "bucket"]` or `["topic", 1]`. */
@@ -41,13 +51,35 @@ export function isLoopback(listen: string): boolean {
  * Checks the cross-key rules.
  *
  * @param config a config the schema accepted, its paths made absolute
+ * @param uses the services the command talks to: rules about the others are not checked
+ * @default uses {@linkcode ALL_SERVICES}
  * @returns every violation, in file order; empty when the config is sound
  */
-export function checkRules(config: Config): RuleViolation[] {
+export function checkRules(
+  config: Config,
+  uses: readonly Service[] = ALL_SERVICES,
+): RuleViolation[] {
   const out: RuleViolation[] = [];
-  const ts = config.tiered_storage;
-  const need = (path: (string | number)[], expected: string) => out.push({ path, expected });
+  const groups: [Service | undefined, RuleGroup][] = [
+    ["broker", brokerRules],
+    ["listeners", listenerRules],
+    ["store", storeRules],
+    [undefined, layoutRules],
+  ];
+  for (const [service, rules] of groups) {
+    if (service !== undefined && !uses.includes(service)) continue;
+    rules(config, (path, expected) => out.push({ path, expected }));
+  }
+  return out;
+}
 
+/** Reports one broken rule at `path`. */
+type Need = (path: (string | number)[], expected: string) => void;
+/** A group of rules about one service (or about none). */
+type RuleGroup = (config: Config, need: Need) => void;
+
+/** tierd's link to the broker: eviction through its API. */
+function brokerRules(config: Config, need: Need): void {
   if (config.agent.evict_via === "broker") {
     const b = config.agent.broker;
     if (b.http_url === "") {
@@ -60,7 +92,10 @@ export function checkRules(config: Config): RuleViolation[] {
       );
     }
   }
+}
 
+/** What tierd serves: who may read, its certificates, the Iggy fronts and their broker. */
+function listenerRules(config: Config, need: Need): void {
   const agent = config.agent;
   if (agent.read_auth === "token" && agent.read_token === "") {
     need(["agent", "read_token"], 'a token (env TIERD_READ_TOKEN) when read_auth = "token"');
@@ -106,7 +141,11 @@ export function checkRules(config: Config): RuleViolation[] {
       "both tls_cert and tls_key (the front's certificate and its key), or neither",
     );
   }
+}
 
+/** The store: its required fields and credentials. */
+function storeRules(config: Config, need: Need): void {
+  const ts = config.tiered_storage;
   if (ts.enabled) {
     const when = `when enabled = true and backend = "${ts.backend}"`;
     switch (ts.backend) {
@@ -195,7 +234,11 @@ export function checkRules(config: Config): RuleViolation[] {
         break;
     }
   }
+}
 
+/** What every command needs kept: the cache's size, directories apart, topics listed once. */
+function layoutRules(config: Config, need: Need): void {
+  const ts = config.tiered_storage;
   const minCache = 2 * ts.cache.chunk_size * ts.fetch_concurrency;
   if (ts.cache.size < minCache) {
     need(
@@ -259,8 +302,6 @@ export function checkRules(config: Config): RuleViolation[] {
       if (problem) need(["topic", i, "storage_class"], problem);
     }
   });
-
-  return out;
 }
 
 /** Why a `[[topic]] storage_class` cannot be used with `backend`, or undefined when it can. */

@@ -1,7 +1,8 @@
 // `tierd restore`: for a new, empty host. Rebuilds `state_dir` (journal, markers, kept index
 // copies) from the bucket so the agent serves every retained offset; with data, also downloads
-// each segment into the broker's (empty) partition directory so a broker can boot from it —
-// point-in-time recovery of a topic.
+// each segment into the broker's (empty) partition directory, and an empty active segment after
+// them (./broker_dir.ts), so a broker can boot from it and append without touching a restored
+// segment — point-in-time recovery of a topic.
 //
 // Which incarnation and generation is a partition's is decided by evidence, never by date
 // (../tier/remote_candidates.ts): retired ones and other agents' are not candidates; when several
@@ -15,7 +16,7 @@
 // renamed into place. Idempotent and resumable: a complete file already in place is checked and
 // kept, a half-written one is redone, a journal that is already there is completed, not
 // replaced, and a hole whose object is good now is filled.
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../base/clock.ts";
 import { forEachBounded } from "../base/concurrency.ts";
@@ -33,6 +34,7 @@ import {
   partitionRelPath,
   segmentStem,
 } from "../layout/partition.ts";
+import { BrokerPresence } from "../tier/broker_presence.ts";
 import type { Logger } from "../log.ts";
 import { fsyncDir } from "../base/durable.ts";
 import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
@@ -52,6 +54,12 @@ import { judgeIncarnation } from "../tier/incarnation_evidence.ts";
 import { knownSegment, localPrefixHash } from "../tier/rebuild.ts";
 import { listSegments, type SegmentFiles } from "../partition/segments.ts";
 import { headSegments, type RemoteSegment } from "../tier/remote_inventory.ts";
+import {
+  activeSegmentStart,
+  BrokerDirNotEmpty,
+  prepareBrokerDir,
+  writeActiveSegment,
+} from "./broker_dir.ts";
 import { describeHole, findHoles, type Hole, holeEvent, lostEvent, sortProblems } from "./holes.ts";
 
 /** How one partition's restore ended. */
@@ -82,6 +90,11 @@ export interface PartitionRestore {
   downloaded: number;
   /** Segments already in place and checked (a resumed restore). */
   kept: number;
+  /**
+   * With data: where the empty active segment was put, after the last restored one (the broker
+   * appends there); undefined when the bucket lacks offsets past the last restored segment.
+   */
+  activeStart?: bigint;
   holes: Hole[];
   /** Holes recorded as lost on the operator's word (`--accept-holes`). */
   accepted: number;
@@ -166,13 +179,14 @@ export async function partitionsToRestore(o: RestoreOptions): Promise<PartitionI
 /**
  * Restores every partition of `ids`, each on its own: one that fails or competes does not stop
  * the others.
- * @throws {RestoreRefused} when a broker partition directory to fill is not empty, or the state
- *   dir already belongs to another incarnation
+ * @throws {RestoreRefused} with data, when a broker runs beside the data dir or a partition
+ *   directory to fill is not empty; when the state dir already belongs to another incarnation
  */
 export async function restore(
   o: RestoreOptions,
   ids: readonly PartitionId[],
 ): Promise<PartitionRestore[]> {
+  if (o.withData) await refuseRunningBroker(o.config.agent.data_dir);
   const deadline = o.store.deadline(Infinity);
   try {
     const store = o.store.within(deadline, "housekeeping");
@@ -190,6 +204,20 @@ export async function restore(
     return out;
   } finally {
     deadline.dispose();
+  }
+}
+
+/**
+ * A broker running on the data dir holds its partitions open and appends to them: files written
+ * beneath it are not what it serves, and what it writes meanwhile is lost at its next boot.
+ */
+async function refuseRunningBroker(dataDir: string): Promise<void> {
+  const seen = await new BrokerPresence({ dataDir }).check();
+  if (seen.running) {
+    throw new RestoreRefused(
+      `a broker is running on ${dataDir} (${seen.evidence}): stop it before restore --with-data, ` +
+        "which writes its partition directories",
+    );
   }
 }
 
@@ -316,7 +344,19 @@ async function restorePartition(
   let good = segments;
   let identity = { device: 0, inode: 0 };
   if (o.withData) {
-    await prepareDir(dir, segments);
+    const last = segments.at(-1);
+    const removed = await prepareBrokerDir(dir, [
+      ...segments.map((s) => s.start),
+      ...(last ? [last.facts.endOffset + 1n] : []),
+    ]).catch((err) => {
+      throw err instanceof BrokerDirNotEmpty ? new RestoreRefused(err.message) : err;
+    });
+    if (removed.length > 0) {
+      o.logger.info("removed the empty segment files the broker made for a new partition", {
+        partition: label,
+        files: removed,
+      });
+    }
     const st = await stat(dir);
     identity = { device: st.dev, inode: st.ino };
     const totalBytes = segments.reduce((n, s) => n + s.facts.size, 0);
@@ -347,7 +387,6 @@ async function restorePartition(
       bytes += seg.facts.size;
       o.progress?.(label, { segments: done, total: segments.length, bytes, totalBytes }, seg.start);
     }
-    await fsyncDir(dir);
     good = kept;
   }
   const report = findHoles({
@@ -355,11 +394,29 @@ async function restorePartition(
     bad: [...bad.values()],
     manifest: chosen.manifest,
   });
+  if (o.withData) {
+    result.activeStart = activeSegmentStart(
+      good.map((s) => ({ start: s.start, end: s.facts.endOffset })),
+      [...report.holes, ...report.lost].map((h) => h.from),
+    );
+    if (result.activeStart !== undefined) await writeActiveSegment(dir, result.activeStart);
+    else if (good.length > 0) {
+      o.logger.warn(
+        "no empty active segment written: the bucket lacks offsets after the last restored " +
+          "segment, which a broker booting now would append to",
+        { partition: label, segment: good.at(-1)!.start },
+      );
+    }
+    await fsyncDir(dir);
+  }
   result.holes = report.holes;
   result.segments = good.length;
   result.bytes = good.reduce((n, s) => n + s.facts.size, 0);
   const localStarts = new Set(brokerLocal.map((l) => l.start));
-  result.accepted = await writeState(o, store, id, chosen, identity, good, report, localStarts);
+  result.accepted = await writeState(o, store, id, chosen, identity, good, report, {
+    brokerHas: localStarts,
+    lastIsActive: o.withData && result.activeStart === undefined,
+  });
   result.outcome = report.holes.length > result.accepted ? "partial" : "restored";
   if (!o.withData) {
     o.progress?.(
@@ -384,6 +441,7 @@ async function restorePartition(
     downloaded: result.downloaded,
     kept: result.kept,
     with_data: o.withData,
+    ...(result.activeStart !== undefined && { active_segment: result.activeStart }),
   });
   return result;
 }
@@ -432,26 +490,6 @@ async function brokerSegments(o: RestoreOptions, id: PartitionId): Promise<Segme
     if (err.code === "ENOENT" || err.code === "ENOTDIR") return [];
     throw err;
   });
-}
-
-/**
- * The broker partition directory must be new or hold only what an earlier, interrupted restore
- * of these same segments wrote (files named after them, and temp files).
- */
-async function prepareDir(dir: string, segments: readonly RemoteSegment[]): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const ours = new Set(segments.flatMap((s) => {
-    const stem = segmentStem(s.start);
-    return [`${stem}.log`, `${stem}.index`];
-  }));
-  const strangers = (await readdir(dir)).filter((n) => !ours.has(n) && !n.endsWith(".restore"));
-  if (strangers.length > 0) {
-    throw new RestoreRefused(
-      `${dir} is not empty (${strangers.slice(0, 3).join(", ")}${
-        strangers.length > 3 ? ", …" : ""
-      }): restore --with-data writes only into an empty partition directory`,
-    );
-  }
 }
 
 /**
@@ -558,7 +596,12 @@ async function writeState(
   identity: { device: number; inode: number },
   segments: readonly RemoteSegment[],
   report: { holes: Hole[]; lost: { from: bigint; to: bigint }[] },
-  brokerHas: ReadonlySet<bigint>,
+  local: {
+    /** Starts of the segments the broker's directory held before (restore without data). */
+    brokerHas: ReadonlySet<bigint>;
+    /** The last restored segment is where the broker will append (no empty one after it). */
+    lastIsActive: boolean;
+  },
 ): Promise<number> {
   const { incarnation, generation } = chosen;
   const ledger = await PartitionLedger.open(o.config.agent.state_dir, id, o.keySpace);
@@ -586,10 +629,11 @@ async function writeState(
       const r = getSegment(ledger.state, generation, start);
       return r === undefined || r.state === "HOLE";
     };
-    // With data, the last segment is left unrecorded: a broker booting from the directory may
-    // go on appending to it, and then it is a different segment; once sealed it is copied (or
+    // With data, every restored segment is sealed (an empty active one follows it) — but where
+    // no active one could be written, the last is left unrecorded: a broker booting from the
+    // directory appends to it, and then it is a different segment; once sealed it is copied (or
     // found already there) like any other.
-    const recorded = o.withData ? segments.slice(0, -1) : segments;
+    const recorded = local.lastIsActive ? segments.slice(0, -1) : segments;
     for (const seg of recorded) {
       if (!fresh(seg.start)) continue;
       more.push(
@@ -597,7 +641,7 @@ async function writeState(
         copyFinishedEvent(seg.start, generation, seg.facts, at),
       );
       // Without data, a copy is evicted — unless the broker's directory still holds it.
-      if (!o.withData && !brokerHas.has(seg.start)) {
+      if (!o.withData && !local.brokerHas.has(seg.start)) {
         more.push({ type: "evicted", segment: seg.start, generation, at });
       }
     }

@@ -1,9 +1,11 @@
 // `tierd gen`, `tierd run --once` and `tierd ls` as an operator sees them: gen and run --once
 // report progress on stderr (one line per segment when stderr is not a terminal); ls prints a
 // summary per topic with headers and human sizes, `--segments` every segment, `--json` the rows.
+// ls asks neither the broker nor the store, so it needs none of their credentials.
 import assert from "node:assert/strict";
 import { rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { generatePartition } from "../../src/format/generate.ts";
 import { testConfigText } from "../_config.ts";
 import { tempDir } from "../_util.ts";
 import { cli, cliProcess } from "./_cli.ts";
@@ -110,6 +112,69 @@ Deno.test("gen, run --once and ls: progress lines, a topic summary, segments, JS
     const bad = await cli(["ls", "--config", config, "--stream", "x"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--stream must be a non-negative integer, got "x"/);
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
+Deno.test("ls needs neither the broker's password nor the store's keys; config check still does", async () => {
+  const tmp = await tempDir("tierd-ls-creds");
+  try {
+    await generatePartition({
+      format: "iggy-0.9",
+      dataDir: join(tmp.path, "broker"),
+      stream: 4,
+      topic: 1,
+      partition: 0,
+      messages: 300,
+      segmentSize: 16 * 1024,
+    });
+    // As on a host whose agent gets its secrets from the service's environment: the broker's
+    // password and the store's keys are not in this shell, and the broker is not even running.
+    const config = join(tmp.path, "tierd.toml");
+    await writeFile(
+      config,
+      `[agent]
+data_dir = "broker"
+state_dir = "state"
+evict_via = "broker"
+read_auth = "token"
+
+[agent.broker]
+http_url = "http://127.0.0.1:1"
+username = "iggy"
+
+[tiered_storage]
+enabled = true
+backend = "s3"
+
+[tiered_storage.s3]
+bucket = "tiered"
+credentials_source = "static"
+
+[[topic]]
+stream = 4
+topic = 1
+`,
+    );
+    const env = ["TIERD_BROKER_PASSWORD", "TIERD_BROKER_TOKEN", "TIERD_S3_SECRET_KEY"];
+    assert.deepEqual(env.filter((name) => Deno.env.get(name)), [], "set in this test's env");
+
+    const ls = await cli(["ls", "--config", config, "--segments"]);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.equal(ls.stderr, "");
+    const lines = ls.stdout.trim().split("\n");
+    assert.match(lines[0], /^4\/1\/0 {2}incarnation - {2}generation 0 {2}tiered_up_to_offset -1$/);
+    assert.match(lines.at(-1)!, /LOCAL \(active\)\s+local\s/);
+    assert.ok(lines.length > 3, ls.stdout);
+
+    // The agent does need them: the config is refused for what it will call.
+    const check = await cli(["config", "check", "--config", config]);
+    assert.equal(check.code, 2, check.stdout + check.stderr);
+    const said = check.stdout + check.stderr;
+    assert.match(said, /agent\.broker\.password: expected username and password/);
+    assert.match(said, /agent\.read_token: expected a token/);
+    assert.match(said, /tiered_storage\.s3\.access_key: expected an access key/);
   } finally {
     await tmp.cleanup();
   }

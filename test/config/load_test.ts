@@ -5,6 +5,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import {
+  ALL_SERVICES,
   type Config,
   ConfigError,
   type ConfigIssue,
@@ -12,6 +13,7 @@ import {
   parseConfig,
   resolveEvictVia,
   SECRET_FIELDS,
+  type Service,
 } from "../../src/config/mod.ts";
 import { tempDir } from "../_util.ts";
 
@@ -622,6 +624,34 @@ Deno.test("rule: evict_via = broker needs the broker's URL and credentials", () 
   assert.equal(resolveEvictVia(viaToken), "broker");
   const auto = parseConfig(`${BASE}[agent.broker]\nhttp_url = "http://h:3000"\n`, SOURCE, {});
   assert.equal(resolveEvictVia(auto), "broker");
+});
+
+Deno.test("rules about a service are checked only for the commands that use it", () => {
+  // The broker's and the store's credentials missing, a token reader without its token, and two
+  // topics alike: the last is a fault whatever the command.
+  const text = `[agent]\ndata_dir = "broker"\nevict_via = "broker"\nread_auth = "token"\n` +
+    `[agent.broker]\nhttp_url = "http://127.0.0.1:3000"\nusername = "iggy"\n` +
+    `[tiered_storage]\nenabled = true\nbackend = "s3"\n` +
+    `[tiered_storage.s3]\nbucket = "tiered"\ncredentials_source = "static"\n`;
+  const paths = (uses?: Service[], more = "") => {
+    try {
+      parseConfig(text + more, SOURCE, {}, { uses });
+      return [];
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      return e.issues.map((i) => i.path);
+    }
+  };
+  const broker = ["agent.broker.password"];
+  const listeners = ["agent.read_token"];
+  const store = ["tiered_storage.s3.access_key", "tiered_storage.s3.secret_key"];
+  assert.deepEqual(paths(), [...broker, ...listeners, ...store], "every service by default");
+  assert.deepEqual(paths([...ALL_SERVICES]), [...broker, ...listeners, ...store]);
+  assert.deepEqual(paths([]), [], "tierd ls: none");
+  assert.deepEqual(paths(["store"]), store, "tierd restore: the store's");
+  assert.deepEqual(paths(["broker"]), broker);
+  const twice = `[[topic]]\nstream = 1\ntopic = 1\n[[topic]]\nstream = 1\ntopic = 1\n`;
+  assert.deepEqual(paths([], twice), ["topic[1]"], "a rule of no service is always checked");
 });
 
 // ---- environment overrides ------------------------------------------------------------------

@@ -300,6 +300,14 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
         const holeState = getSegment(await journalState(h, P0), s0.generation, from);
         assert.equal(holeState?.state, "HOLE", `the journal at ${from}: ${holeState?.state}`);
         if (withData) {
+          // Nothing says where the broker may go on past a hole at the end: no empty segment.
+          assert.match(
+            r.stderr,
+            after.length > 0
+              ? new RegExp(`^  ${label(P0)}: an empty segment at offset ${s0.next} after the `, "m")
+              : new RegExp(`^  ${label(P0)}: no empty segment after the restored ones`, "m"),
+            r.stderr,
+          );
           await assertRestoredFiles(h, s0, [from]);
           await assertRestoredFiles(h, s1);
         } else {
@@ -349,9 +357,10 @@ if (await minioAvailable("restore-by-evidence tests against MinIO")) {
           );
           if (withData && after.length > 0) {
             // Eviction is configured (two segments' worth kept) and evicted the copies before
-            // the hole; the floor stops at the hole, so every restored copy after it stays.
+            // the hole; the floor stops at the hole, so every restored copy after it stays, and
+            // the empty active segment restore put after them.
             const local = await logsIn(h.dirOf(P0));
-            assert.deepEqual(local, after, "local segments after the first pass");
+            assert.deepEqual(local, [...after, s0.next], "local segments after the first pass");
           }
         } finally {
           stopped = await agent.stop();
@@ -786,8 +795,10 @@ async function assertNothingWritten(h: Host, id: PartitionId): Promise<void> {
 }
 
 /**
- * The partition directory holds the source's sealed segments but `holes`, byte-identical; the
- * planted or damaged bytes are nowhere.
+ * The partition directory holds the source's sealed segments but `holes`, byte-identical, then
+ * the empty active segment restore leaves for the broker — as the source's own, empty one —
+ * unless the last sealed segment is a hole (nothing says where the broker goes on); the planted or
+ * damaged bytes are nowhere.
  */
 async function assertRestoredFiles(
   h: Host,
@@ -796,7 +807,8 @@ async function assertRestoredFiles(
 ): Promise<void> {
   const dir = h.dirOf(s.id);
   const restored = await filesOf(dir);
-  const want = s.sealed.filter((start) => !holes.includes(start))
+  const active = holes.includes(s.sealed.at(-1)!) ? [] : [s.next];
+  const want = [...s.sealed.filter((start) => !holes.includes(start)), ...active]
     .flatMap((start) => [`${segmentStem(start)}.index`, `${segmentStem(start)}.log`]).sort();
   assert.deepEqual([...restored.keys()], want, `${partitionLabel(s.id)}: the files restored`);
   for (const [name, bytes] of restored) {

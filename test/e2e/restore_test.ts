@@ -17,7 +17,7 @@ import { codecFor } from "../../src/format/codecs.ts";
 import { appendMessages, generatePartition, partitionDir } from "../../src/format/generate.ts";
 import type { FormatName } from "../../src/format/types.ts";
 import { initHashes } from "../../src/hash.ts";
-import { type PartitionId, partitionLabel } from "../../src/layout/partition.ts";
+import { type PartitionId, partitionLabel, segmentStem } from "../../src/layout/partition.ts";
 import { scratchDir } from "../_model/tier_harness.ts";
 import {
   minioAvailable,
@@ -96,7 +96,8 @@ async function filesOf(dir: string): Promise<Map<string, Uint8Array>> {
  * The Iggy-format check of a restored partition directory with tierd's codecs: every `.log` has
  * its `.index`, walks from its first byte to its last with every record checksum verified, its
  * first record at the offset its name says and the next segment starting right after its last;
- * its bounds read as the broker derives them agree; its index parses against it.
+ * its bounds read as the broker derives them agree; its index parses against it. The last
+ * segment is the empty active one restore leaves for the broker (0 bytes each, as Iggy makes it).
  * @returns the offsets covered, inclusive
  */
 async function checkIggyDirectory(dir: string, format: FormatName): Promise<[bigint, bigint]> {
@@ -105,7 +106,8 @@ async function checkIggyDirectory(dir: string, format: FormatName): Promise<[big
   const names = (await readdir(dir)).sort();
   assert.deepEqual(names.filter((n) => n.endsWith(".restore")), [], "no temp file left");
   const logs = names.filter((n) => n.endsWith(".log"));
-  assert.ok(logs.length > 0);
+  assert.ok(logs.length > 1);
+  const active = logs.pop()!;
   let expectedStart: bigint | undefined;
   let first = -1n;
   let last = -1n;
@@ -134,6 +136,11 @@ async function checkIggyDirectory(dir: string, format: FormatName): Promise<[big
     if (first < 0n) first = start;
     last = end;
     expectedStart = end + 1n;
+  }
+  assert.equal(active, `${segmentStem(expectedStart!)}.log`, "the active segment follows on");
+  for (const ext of [".log", ".index"]) {
+    const path = join(dir, active.replace(/\.log$/, ext));
+    assert.equal((await Deno.stat(path)).size, 0, `${path} is not empty`);
   }
   return [first, last];
 }
@@ -194,12 +201,11 @@ async function assertRestoredWithData(
     const [first, last] = await checkIggyDirectory(dir, format);
     const source = sources.get(partitionLabel(id))!;
     const restored = await filesOf(dir);
-    // Every segment in the bucket, byte for byte; the source's last (active, empty) segment was
-    // never copied and is left to the broker.
-    const sealed = [...source.keys()].filter((n) => n.endsWith(".log")).slice(0, -1);
+    // Every segment in the bucket, byte for byte, then an empty active one: the source's last
+    // (active, empty) segment was never copied, and restore makes the same for the broker.
     assert.deepEqual(
       [...restored.keys()],
-      sealed.flatMap((n) => [n.replace(".log", ".index"), n]).sort(),
+      [...source.keys()],
       `${partitionLabel(id)}: the files restored`,
     );
     for (const [name, bytes] of restored) {
