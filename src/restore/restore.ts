@@ -19,7 +19,6 @@
 import { open, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../base/clock.ts";
-import { forEachBounded } from "../base/concurrency.ts";
 import { listBounded, type ListingProgress } from "../../providers/listing.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
@@ -37,8 +36,9 @@ import {
 import { BrokerPresence } from "../tier/broker_presence.ts";
 import type { Logger } from "../log.ts";
 import { fsyncDir } from "../base/durable.ts";
-import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
-import { getSegment, segmentsOf } from "../state/segment_state.ts";
+import type { JournalEvent } from "../state/events.ts";
+import { segmentsOf } from "../state/segment_state.ts";
+import { bucketEvents, recordedStarts, writeEvictedEvidence } from "../tier/bucket_records.ts";
 import { computeFloor, floorBeforeFirstCopy } from "../tier/policy.ts";
 import { hashFile } from "../tier/file_hash.ts";
 import { type KeySpace, PartitionLedger } from "../tier/partition_ledger.ts";
@@ -60,7 +60,7 @@ import {
   prepareBrokerDir,
   writeActiveSegment,
 } from "./broker_dir.ts";
-import { describeHole, findHoles, type Hole, holeEvent, lostEvent, sortProblems } from "./holes.ts";
+import { describeHole, findHoles, type Hole, sortProblems } from "./holes.ts";
 
 /** How one partition's restore ended. */
 export type RestoreOutcome =
@@ -624,45 +624,27 @@ async function writeState(
     }
     if (generation > s.generation) events.push({ type: "generation", generation, at });
     if (events.length > 0) await ledger.record(...events);
-    const more: JournalEvent[] = [];
-    const fresh = (start: bigint) => {
-      const r = getSegment(ledger.state, generation, start);
-      return r === undefined || r.state === "HOLE";
-    };
     // With data, every restored segment is sealed (an empty active one follows it) — but where
     // no active one could be written, the last is left unrecorded: a broker booting from the
     // directory appends to it, and then it is a different segment; once sealed it is copied (or
     // found already there) like any other.
-    const recorded = local.lastIsActive ? segments.slice(0, -1) : segments;
-    for (const seg of recorded) {
-      if (!fresh(seg.start)) continue;
-      more.push(
-        { type: "copy_started", segment: seg.start, generation, at },
-        copyFinishedEvent(seg.start, generation, seg.facts, at),
-      );
+    const found = {
+      segments: local.lastIsActive ? segments.slice(0, -1) : segments,
+      holes: report.holes,
+      lost: report.lost,
+    };
+    const recorded = bucketEvents(ledger.state, generation, found, {
+      at,
       // Without data, a copy is evicted — unless the broker's directory still holds it.
-      if (!o.withData && !local.brokerHas.has(seg.start)) {
-        more.push({ type: "evicted", segment: seg.start, generation, at });
-      }
-    }
-    for (const l of report.lost) {
-      if (getSegment(ledger.state, generation, l.from)) continue;
-      more.push(lostEvent(l, generation, at));
-    }
-    for (const h of report.holes) {
-      const r = getSegment(ledger.state, generation, h.from);
-      if (o.acceptHoles && (r === undefined || r.state === "HOLE")) {
-        more.push(lostEvent(h, generation, at));
-        accepted++;
-      } else if (r === undefined) more.push(holeEvent(h, generation, at));
-    }
-    if (more.length > 0) await ledger.record(...more);
-    const starts = [
-      ...segments.map((s) => s.start),
-      ...report.holes.map((h) => h.from),
-      ...report.lost.map((l) => l.from),
-    ];
-    const base = floorBeforeFirstCopy(starts, ledger.state.floor);
+      kept: (start) => o.withData || local.brokerHas.has(start),
+      holesAsLost: o.acceptHoles,
+    });
+    accepted = recorded.accepted;
+    if (recorded.events.length > 0) await ledger.record(...recorded.events);
+    const base = floorBeforeFirstCopy(
+      recordedStarts({ segments, holes: report.holes, lost: report.lost }),
+      ledger.state.floor,
+    );
     const floor = computeFloor(
       segmentsOf(ledger.state).map((r) => ({
         start: r.start,
@@ -676,13 +658,7 @@ async function writeState(
       await ledger.record({ type: "floor", generation, tieredUpTo: floor, at });
     }
     if (!o.withData) {
-      await forEachBounded(segments, INDEX_CONCURRENCY, async (seg) => {
-        const rec = getSegment(ledger.state, generation, seg.start);
-        if (!rec?.evicted) return;
-        const index = await store.get(seg.keys.index);
-        await ledger.writeIndexCopy(seg.start, index.bytes);
-        await ledger.writeMarker(rec);
-      });
+      await writeEvictedEvidence(ledger, store, generation, segments, INDEX_CONCURRENCY);
     }
     await ledger.compact(o.clock.now());
   } finally {

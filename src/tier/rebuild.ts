@@ -3,13 +3,12 @@
 // bucket's candidates — never by date — and a fresh journal records what the bucket proves,
 // markers and kept index copies included, and the holes it has. With a journal that is only behind (truncated, or markers it does not list), the
 // copies it lacks are adopted from the bucket instead of being called lost.
-import { forEachBounded } from "../base/concurrency.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import { partitionRoot, segmentKeys } from "../layout/object_keys.ts";
 import { fromUserMetadata } from "../layout/object_metadata.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
-import { copyFinishedEvent, type JournalEvent } from "../state/events.ts";
+import type { JournalEvent } from "../state/events.ts";
 import { getSegment, hasCopy, segmentsOf } from "../state/segment_state.ts";
 import { hashFile } from "./file_hash.ts";
 import {
@@ -33,14 +32,13 @@ import {
   describeCandidate,
   findCandidates,
 } from "./remote_candidates.ts";
+import { describeHole, findHoles, type Hole, sortProblems } from "../restore/holes.ts";
 import {
-  describeHole,
-  findHoles,
-  type Hole,
-  holeEvent,
-  lostEvent,
-  sortProblems,
-} from "../restore/holes.ts";
+  bucketEvents,
+  type BucketFindings,
+  recordedStarts,
+  writeEvictedEvidence,
+} from "./bucket_records.ts";
 
 /** Index copies fetched at once while rebuilding. */
 const FETCH_CONCURRENCY = 8;
@@ -165,7 +163,6 @@ async function recordRebuilt(
     events.push({ type: "generation", generation: candidate.generation, at });
   }
   await ledger.record(...events);
-  const evicted = await recordCopies(ctx, ledger, inventory.segments, local);
   const good = inventory.segments.map((s) => ({ start: s.start, end: s.facts.endOffset }));
   const sorted = sortProblems(inventory.problems, good, candidate.manifest);
   for (const u of sorted.unfinished) {
@@ -175,12 +172,9 @@ async function recordRebuilt(
     });
   }
   const report = findHoles({ good, bad: sorted.bad, manifest: candidate.manifest });
-  await recordGaps(ctx, ledger, report, local);
-  await recordRetentionBase(ctx, ledger, [
-    ...inventory.segments.map((s) => s.start),
-    ...report.holes.map((h) => h.from),
-    ...report.lost.map((l) => l.from),
-  ]);
+  const found = { segments: inventory.segments, holes: report.holes, lost: report.lost };
+  const evicted = await recordFindings(ctx, ledger, found, local);
+  await recordRetentionBase(ctx, ledger, recordedStarts(found));
   return {
     incarnation: candidate.incarnation,
     generation: candidate.generation,
@@ -188,38 +182,6 @@ async function recordRebuilt(
     evicted,
     holes: report.holes,
   };
-}
-
-/**
- * Records the bucket's holes (each read as a gap, holding the floor back until it is settled —
- * by the copy phase, where the broker still has the segment) and the ranges its manifest records
- * lost before upload.
- */
-async function recordGaps(
-  ctx: PhaseContext,
-  ledger: PartitionLedger,
-  report: { holes: Hole[]; lost: { from: bigint; to: bigint }[] },
-  local: readonly SegmentFiles[],
-): Promise<void> {
-  const generation = ledger.state.generation;
-  const at = ctx.clock.now();
-  const localStarts = new Set(local.map((s) => s.start));
-  const events: JournalEvent[] = [];
-  for (const l of report.lost) {
-    if (getSegment(ledger.state, generation, l.from)) continue;
-    events.push(lostEvent(l, generation, at));
-  }
-  for (const h of report.holes) {
-    if (getSegment(ledger.state, generation, h.from)) continue;
-    events.push(holeEvent(h, generation, at));
-    ctx.log.error(
-      localStarts.has(h.from)
-        ? "the bucket lacks a copy the broker still has; it is copied again"
-        : "the bucket lacks a copy of offsets the broker no longer has: a hole, read as a gap",
-      { hole: describeHole(h) },
-    );
-  }
-  if (events.length > 0) await ledger.record(...events);
 }
 
 /**
@@ -244,45 +206,38 @@ async function recordRetentionBase(
 }
 
 /**
- * Records each remote segment the journal has no record of as a verified copy (and as evicted
- * when no local `.log` has its start), then writes markers and kept index copies for the evicted.
+ * Records what the bucket proves (bucket_records.ts): each segment not yet recorded as a
+ * verified copy, evicted when no local `.log` has its start, with its marker and kept index
+ * copy; the manifest's losses; the holes, each said loudly.
  * @returns how many were recorded evicted
  */
-async function recordCopies(
+async function recordFindings(
   ctx: PhaseContext,
   ledger: PartitionLedger,
-  segments: readonly RemoteSegment[],
+  found: BucketFindings,
   local: readonly SegmentFiles[],
 ): Promise<number> {
   const localStarts = new Set(local.map((s) => s.start));
   const generation = ledger.state.generation;
-  const at = ctx.clock.now();
-  const events: JournalEvent[] = [];
-  const gone: RemoteSegment[] = [];
-  for (const seg of segments) {
-    if (getSegment(ledger.state, generation, seg.start)) continue;
-    events.push(
-      { type: "copy_started", segment: seg.start, generation, at },
-      copyFinishedEvent(seg.start, generation, seg.facts, at),
-    );
-    if (!localStarts.has(seg.start)) {
-      events.push({ type: "evicted", segment: seg.start, generation, at });
-      gone.push(seg);
-    }
-  }
+  const { events, holes } = bucketEvents(ledger.state, generation, found, {
+    at: ctx.clock.now(),
+    kept: (start) => localStarts.has(start),
+  });
   if (events.length > 0) await ledger.record(...events);
+  for (const h of holes) {
+    ctx.log.error(
+      localStarts.has(h.from)
+        ? "the bucket lacks a copy the broker still has; it is copied again"
+        : "the bucket lacks a copy of offsets the broker no longer has: a hole, read as a gap",
+      { hole: describeHole(h) },
+    );
+  }
   await withSegmentDeadline(
     ctx,
     "housekeeping",
-    (store) =>
-      forEachBounded(gone, FETCH_CONCURRENCY, async (seg) => {
-        const rec = getSegment(ledger.state, generation, seg.start)!;
-        const index = await store.get(seg.keys.index);
-        await ledger.writeIndexCopy(seg.start, index.bytes);
-        await ledger.writeMarker(rec);
-      }),
+    (store) => writeEvictedEvidence(ledger, store, generation, found.segments, FETCH_CONCURRENCY),
   );
-  return gone.length;
+  return events.filter((e) => e.type === "evicted").length;
 }
 
 /**
@@ -332,7 +287,7 @@ export async function adoptFromBucket(
   const fits = inventory.segments.filter((s) =>
     !known.some((r) => s.start <= r.meta.endOffset && r.start <= s.facts.endOffset)
   );
-  await recordCopies(ctx, ledger, fits, local);
+  await recordFindings(ctx, ledger, { segments: fits, holes: [], lost: [] }, local);
   return { adopted: fits.length, problems: inventory.problems };
 }
 
