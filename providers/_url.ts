@@ -6,7 +6,11 @@ import { checkKey, invalidKey } from "./key_rules.ts";
 /**
  * A key as a URL path: each `/`-separated segment percent-encoded, the slashes kept (Azure).
  * @example
- * encodeKeyPath("a b/c+d"); // "a%20b/c%2Bd"
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(encodeKeyPath("a b/c+d"), "a%20b/c%2Bd");
+ * ```
  */
 export function encodeKeyPath(key: string): string {
   return key.split("/").map(encodeURIComponent).join("/");

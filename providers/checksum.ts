@@ -63,9 +63,15 @@ const pools = new Map<ChecksumAlgorithm, HasherPool>();
 /**
  * A fresh streaming hasher for `algorithm` (a reused instance, reset, when one is idle).
  * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const h = await createChecksum("crc64nvme");
- * h.update(part1); h.update(part2);
- * h.digest(); // { algorithm: "crc64nvme", value: "COIxExZ9Lt8=" }
+ * h.update(new TextEncoder().encode("hello "));
+ * h.update(new TextEncoder().encode("world"));
+ * const whole = await checksumOf("crc64nvme", new TextEncoder().encode("hello world"));
+ * assert.deepEqual(h.digest(), whole); // { algorithm: "crc64nvme", value: base64 of 8 bytes }
+ * ```
  */
 export async function createChecksum(algorithm: ChecksumAlgorithm): Promise<ChecksumHasher> {
   let pool = pools.get(algorithm);

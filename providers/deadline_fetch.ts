@@ -37,7 +37,18 @@ export class ResponseDeadlineError extends Error {
  * @param deadlines the deadlines
  * @returns a fetch with the same signature
  * @example
- * const store = new S3Store({ ...options, fetch: deadlineFetch(fetch, { firstByteMs: 5000, stallMs: 5000 }) });
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * // A transport whose answer never starts: the first-byte deadline gives up on it.
+ * const silent = (_input: string, init: RequestInit) =>
+ *   new Promise<Response>((_, reject) =>
+ *     init.signal?.addEventListener("abort", () => reject(init.signal!.reason))
+ *   );
+ * const guarded = deadlineFetch(silent, { firstByteMs: 10, stallMs: 10 });
+ * await assert.rejects(guarded("http://127.0.0.1:9/", { method: "GET" }));
+ * // In a store: new S3Store({ ...options, fetch: deadlineFetch(fetch, { firstByteMs: 5000, stallMs: 5000 }) })
+ * ```
  */
 export function deadlineFetch(fetchFn: FetchFn, deadlines: ResponseDeadlines): FetchFn {
   const clock = deadlines.clock ?? systemClock;

@@ -38,7 +38,19 @@ export type AroundCall = <T>(call: StoreCall<T>) => Promise<T>;
  * @param around runs (or not) each call
  * @returns a store with the same `kind`; `close()` closes `inner`
  * @example
- * const counted = decorateStore(store, (call) => { count(call.op); return call.run(call.signal); });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const calls: string[] = [];
+ * const counted = decorateStore(new SimStore(), (call) => {
+ *   calls.push(call.op);
+ *   return call.run(call.signal);
+ * });
+ * await counted.put("k", new Uint8Array(1));
+ * await counted.head("k");
+ * assert.deepEqual(calls, ["put", "head"]);
+ * ```
  */
 export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectStore {
   return {

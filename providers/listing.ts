@@ -98,13 +98,26 @@ const DEFAULTS = {
  * - no new key came for `progressTimeoutMs` of waiting on the store: `Transport`,
  *   `ListingStalled`.
  * @example
- * const guard = new PageGuard("list", prefix, { describe: "s3 http://minio:9000 bucket 'b'" });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore();
+ * for (const k of ["iggy/a", "iggy/b", "iggy/c"]) await store.put(k, new Uint8Array(1));
+ * const prefix = "iggy/";
+ * const guard = new PageGuard("list", prefix, { describe: "sim store" });
+ * const keys: string[] = [];
  * let token: string | undefined;
  * do {
- *   const page = await guard.request((signal) => store.list(prefix, { continuationToken: token, signal }));
+ *   const page = await guard.request((signal) =>
+ *     store.list(prefix, { continuationToken: token, maxKeys: 2, signal })
+ *   );
  *   guard.check(page.objects.map((o) => o.key), page.continuationToken);
+ *   keys.push(...page.objects.map((o) => o.key));
  *   token = page.continuationToken;
  * } while (token);
+ * assert.deepEqual(keys, ["iggy/a", "iggy/b", "iggy/c"]);
+ * ```
  */
 export class PageGuard {
   readonly #op: string;
@@ -270,9 +283,18 @@ export class PageGuard {
  * {@linkcode PageGuard}: a page is yielded only once it passed the checks.
  * @throws {StoreError} what the store threw, or the guard's error naming the store and prefix
  * @example
- * for await (const page of listPages(store, "iggy/", { describe: "s3 … bucket 'b'" })) {
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore();
+ * for (const k of ["iggy/a", "iggy/b", "iggy/c"]) await store.put(k, new Uint8Array(1));
+ * const seen = new Set<string>();
+ * for await (const page of listPages(store, "iggy/", { pageSize: 2, describe: "sim store" })) {
  *   for (const object of page) seen.add(object.key);
  * }
+ * assert.equal(seen.size, 3);
+ * ```
  */
 export async function* listPages(
   store: ObjectStore,
@@ -304,7 +326,15 @@ export async function* listPages(
  * @returns the objects of every page
  * @throws {StoreError} what the store threw, or the guard's error naming the store and prefix
  * @example
- * const objects = await listBounded(store, "iggy/", { signal, describe: "s3 … bucket 'b'" });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore();
+ * await store.put("iggy/a", new Uint8Array(1));
+ * const objects = await listBounded(store, "iggy/", { describe: "sim store" });
+ * assert.deepEqual(objects.map((o) => o.key), ["iggy/a"]);
+ * ```
  */
 export async function listBounded(
   store: ObjectStore,

@@ -50,12 +50,25 @@ const MIN_BUFFER = 64 * 1024;
  * Objects that end up smaller than one part are sent as a single `put` instead (no upload is
  * created and `onUploadId` is not called).
  * @example
- * const writer = new BufferedMultipartWriter(store, key, {
- *   partSize: 16 * MiB, concurrency: 4, ifAbsent: true,
- *   onUploadId: (id) => journal.record({ key, uploadId: id }),
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore({ minPartSize: 1024 });
+ * const uploadIds: string[] = [];
+ * const writer = new BufferedMultipartWriter(store, "iggy/a.log", {
+ *   partSize: 1024,
+ *   minPartSize: 1024, // the store's smallest part (S3's is 5 MiB)
+ *   concurrency: 2,
+ *   ifAbsent: true,
+ *   onUploadId: (id) => void uploadIds.push(id), // journal it: a crash leaves it to abort
  * });
- * for await (const chunk of source) await writer.write(chunk);
+ * for (const chunk of [new Uint8Array(1500), new Uint8Array(1500)]) await writer.write(chunk);
  * const result = await writer.complete(); // Created | AlreadyExists
+ * assert.equal(result.status, "Created");
+ * assert.equal(uploadIds.length, 1);
+ * assert.equal(store.objects.get("iggy/a.log")?.bytes.length, 3000);
+ * ```
  */
 export class BufferedMultipartWriter {
   readonly #store: ObjectStore;

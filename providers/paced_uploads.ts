@@ -13,7 +13,21 @@ export interface UploadPace {
 /**
  * Wraps `inner` so that each body it sends waits for `pace` first.
  * @example
- * const store = paceUploads(s3, new TokenBucket(50 * MiB));
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const taken: number[] = [];
+ * const pace = {
+ *   take(bytes: number) {
+ *     taken.push(bytes);
+ *     return Promise.resolve();
+ *   },
+ * };
+ * const store = paceUploads(new SimStore(), pace); // in tierd: a TokenBucket at upload_bandwidth
+ * await store.put("iggy/a.log", new Uint8Array(100));
+ * assert.deepEqual(taken, [100]);
+ * ```
  */
 export function paceUploads(inner: ObjectStore, pace: UploadPace): ObjectStore {
   return decorateStore(inner, async (call) => {

@@ -20,7 +20,11 @@ export interface BackoffOptions {
  * @param attempt how many retries came before this one
  * @returns milliseconds to wait
  * @example
- * backoffDelay(3, { rng: () => 0.5 }); // 400: half of 100 × 2³
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(backoffDelay(3, { rng: () => 0.5 }), 400); // half of 100 × 2³
+ * ```
  */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
   const { baseMs = 100, maxMs = 10_000, rng = Math.random } = options;
@@ -33,9 +37,18 @@ export function backoffDelay(attempt: number, options: BackoffOptions = {}): num
  * and cancelling a parent cancels its children. `signal` aborts at the deadline (a
  * `TimeoutError`) or on {@linkcode Deadline.cancel} (the given reason).
  * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore();
  * const segment = Deadline.after(600_000); // segment_upload_timeout
  * const request = segment.child(30_000); // at most 30 s, and never past the segment's deadline
- * await store.put(key, body, { signal: request.signal });
+ * await store.put("iggy/a.log", new Uint8Array(8), { signal: request.signal });
+ * assert.equal(request.expired(), false);
+ * request.dispose();
+ * segment.dispose();
+ * ```
  */
 export class Deadline {
   readonly #controller = new AbortController();
@@ -150,10 +163,24 @@ export interface RetryOptions extends BackoffOptions {
  * @returns what `op` returned
  * @throws the last error when it is not retryable, attempts run out, or the deadline is near
  * @example
- * const head = await withRetry((signal) => store.head(key, { signal }), {
- *   deadline: Deadline.after(30_000),
- *   onThrottle: () => limiter.slowDown("head"),
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const store = new SimStore({ seed: 7, faults: { throttleRate: 0.5 } });
+ * store.setFaults({ throttleRate: 0 });
+ * await store.put("iggy/a.log", new Uint8Array(8));
+ * store.setFaults({ throttleRate: 0.5 }); // half the requests answered 503 SlowDown
+ * const deadline = Deadline.after(30_000);
+ * let throttled = 0;
+ * const head = await withRetry((signal) => store.head("iggy/a.log", { signal }), {
+ *   deadline,
+ *   baseMs: 1,
+ *   onThrottle: () => void throttled++, // e.g. limiter.slowDown("head")
  * });
+ * assert.equal(head.size, 8);
+ * deadline.dispose();
+ * ```
  */
 export async function withRetry<T>(
   op: (signal: AbortSignal) => Promise<T>,

@@ -191,10 +191,12 @@ export interface StagingCalls<M extends UploadMarker> {
  * upload for the caller to abort, as with S3.
  * @typeParam M what the store reads back from a marker
  * @example
+ * ```ts ignore
  * // In a store: the calls stage parts and commit them the store's way (see AzureStore, GcsStore).
  * this.#multipart = new StagedMultipart(options.stagingPrefix, this.#stagingCalls());
  * // …and each multipart method of the store delegates:
  * return this.#multipart.completeMultipart(key, uploadId, parts, options);
+ * ```
  */
 export class StagedMultipart<M extends UploadMarker> {
   /** The reserved prefix markers (and staged objects) live under. */

@@ -45,10 +45,30 @@ export interface UploadFileOptions extends MultipartWriterOptions {
  * @throws {Error} when the file cannot be read or shrinks while being read; what
  *   `verifyRead.verify` throws (nothing is published then)
  * @example
- * await uploadFile(store, key, "/data/…/00000000000000000000.log", {
- *   partSize: 16 * MiB, concurrency: 4, ifAbsent: true, metadata,
- *   onUploadId: (id) => journal.recordUpload(segment, id),
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm, writeFile } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import { SimStore } from "./sim/store.ts";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "tierd-"));
+ * const path = join(dir, "00000000000000000000.log");
+ * await writeFile(path, new Uint8Array(3 * 1024));
+ * const store = new SimStore({ minPartSize: 1024 });
+ * const uploadIds: string[] = [];
+ * const result = await uploadFile(store, "iggy/a.log", path, {
+ *   partSize: 1024, // 3 parts
+ *   minPartSize: 1024, // the store's smallest part (S3's is 5 MiB)
+ *   concurrency: 2,
+ *   ifAbsent: true,
+ *   onUploadId: (id) => void uploadIds.push(id), // journal it: a crash leaves it to abort
  * });
+ * assert.equal(result.status, "Created");
+ * assert.equal(uploadIds.length, 1);
+ * assert.equal(store.objects.get("iggy/a.log")?.bytes.length, 3 * 1024);
+ * await rm(dir, { recursive: true });
+ * ```
  */
 export async function uploadFile(
   store: ObjectStore,

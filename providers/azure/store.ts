@@ -99,8 +99,10 @@ const SKEW_SUSPECT_MS = 5 * 60_000;
  * marker only: Azure has no call to drop uncommitted blocks, it discards them at the blob's next
  * commit or after 7 days.
  * @example
+ * ```ts ignore
  * const store = new AzureStore({ account: "acct", container: "tier", sharedKey: key });
  * await store.put("a/b.log", bytes, { ifAbsent: true });
+ * ```
  */
 export class AzureStore implements ObjectStore {
   readonly kind = "azure";

@@ -33,8 +33,18 @@ export interface RefresherOptions<T> {
 /**
  * One credential, refreshed before it expires.
  * @example
- * const creds = new Refresher({ source: () => "imds", fetch: () => imds.load() });
- * const value = await creds.get();
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * let fetched = 0;
+ * const creds = new Refresher({
+ *   source: () => "test",
+ *   fetch: () => Promise.resolve({ value: `token-${++fetched}`, expiresAt: Date.UTC(2099, 0) }),
+ * });
+ * assert.equal(await creds.get(), "token-1");
+ * assert.equal(await creds.get(), "token-1"); // kept until 90 % of its lifetime
+ * creds.close();
+ * ```
  */
 export class Refresher<T> {
   readonly #o: RefresherOptions<T>;

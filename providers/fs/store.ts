@@ -125,8 +125,20 @@ interface UploadManifest {
  * code `KeyConflict`). An overwrite (a put without `ifAbsent`) is not atomic for readers: for
  * the moment between its two renames the key reads as absent.
  * @example
- * const store = new FsStore({ root: "/var/lib/tierd/bucket" });
- * await store.put("segments/00000000000000000000.log", bytes, { ifAbsent: true });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const root = await mkdtemp(join(tmpdir(), "tierd-bucket-")); // e.g. /var/lib/tierd/bucket
+ * const store = new FsStore({ root });
+ * const bytes = new TextEncoder().encode("a segment");
+ * assert.equal((await store.put("segments/0.log", bytes, { ifAbsent: true })).status, "Created");
+ * assert.equal((await store.put("segments/0.log", bytes, { ifAbsent: true })).status, "AlreadyExists");
+ * await store.close();
+ * await rm(root, { recursive: true });
+ * ```
  */
 export class FsStore implements ObjectStore {
   readonly kind = "fs";

@@ -114,8 +114,10 @@ interface StagedUpload extends UploadMarker {
  * The cost: one extra write per part plus the deletes; in a bucket whose default storage class
  * has a minimum storage duration (Nearline and colder), the short-lived parts bill that minimum.
  * @example
+ * ```ts ignore
  * const store = new GcsStore({ bucket: "tier", tokens: new ServiceAccountTokenSource(key) });
  * await store.put("a/b.log", bytes, { ifAbsent: true });
+ * ```
  */
 export class GcsStore implements ObjectStore {
   readonly kind = "gcs";

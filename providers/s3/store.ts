@@ -118,11 +118,16 @@ const SKEW_SUSPECT_MS = 5 * 60_000;
 /**
  * An {@link ObjectStore} over the S3 REST API, signed with SigV4, over plain `fetch`.
  * @example
+ * ```ts ignore
  * const store = new S3Store({
- *   endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "tier",
- *   credentials: { accessKeyId, secretAccessKey }, urlStyle: "path",
+ *   endpoint: "http://127.0.0.1:9000",
+ *   region: "us-east-1",
+ *   bucket: "tier",
+ *   credentials: { accessKeyId, secretAccessKey },
+ *   urlStyle: "path",
  * });
  * await store.put("a/b.log", bytes, { ifAbsent: true });
+ * ```
  */
 export class S3Store implements ObjectStore {
   readonly kind = "s3";

@@ -117,9 +117,17 @@ interface MutableUpload extends SimUpload {
 /**
  * An in-memory, deterministic {@linkcode ObjectStore} with seeded fault injection.
  * @example
- * const sim = new SimStore({ seed: 7, faults: { throttleRate: 0.2 } });
- * await withRetry((signal) => sim.put("k", body, { signal }), { deadline });
- * sim.requestCount("put"); // attempts, faulted ones included
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Deadline, withRetry } from "../retry.ts";
+ *
+ * const sim = new SimStore({ seed: 7, faults: { throttleRate: 0.5 } });
+ * const deadline = Deadline.after(60_000);
+ * await withRetry((signal) => sim.put("k", new Uint8Array(8), { signal }), { deadline, baseMs: 1 });
+ * deadline.dispose();
+ * assert.ok(sim.requestCount("put") >= 1); // attempts, faulted ones included
+ * assert.equal(sim.objects.get("k")?.bytes.length, 8); // the oracle: what the store holds
+ * ```
  */
 export class SimStore implements ObjectStore {
   readonly kind = "sim";

@@ -5,7 +5,11 @@ import type { FileHandle } from "node:fs/promises";
 /**
  * The chunks one after another, in one new array.
  * @example
- * concatBytes([new Uint8Array([1, 2]), new Uint8Array([3])]); // Uint8Array [1, 2, 3]
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(concatBytes([new Uint8Array([1, 2]), new Uint8Array([3])]), new Uint8Array([1, 2, 3]));
+ * ```
  */
 export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
@@ -21,7 +25,19 @@ export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array<ArrayBuff
  * Writes all of `bytes`, looping over short writes: at `position` in the file, or at the file's
  * own position (appending, for a file opened with `a`) when `position` is left out.
  * @example
- * await writeAll(fh, encodeMarker(marker));
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, open, readFile, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "tierd-"));
+ * const fh = await open(join(dir, "marker"), "w");
+ * await writeAll(fh, new Uint8Array(128).fill(7)); // however many writes it takes
+ * await fh.close();
+ * assert.equal((await readFile(join(dir, "marker"))).length, 128);
+ * await rm(dir, { recursive: true });
+ * ```
  */
 export async function writeAll(
   fh: Pick<FileHandle, "write">,
@@ -41,8 +57,21 @@ export async function writeAll(
  * or the file ends.
  * @returns how many bytes were read: `buf.length` unless the file ended first
  * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "tierd-"));
+ * await writeFile(join(dir, "segment.log"), new Uint8Array(10));
+ * const fh = await open(join(dir, "segment.log"), "r");
+ * const header = new Uint8Array(64);
  * const got = await readInto(fh, header, 0);
- * if (got < header.length) throw new Error("truncated");
+ * assert.equal(got, 10); // fewer than asked: the file ends first
+ * await fh.close();
+ * await rm(dir, { recursive: true });
+ * ```
  */
 export async function readInto(
   fh: Pick<FileHandle, "read">,

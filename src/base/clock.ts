@@ -43,7 +43,14 @@ export function yieldToEventLoop(): Promise<void> {
  * @param clock the time source
  * @default clock systemClock
  * @example
- * await sleep(backoffMs, deadline.signal, clock);
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const stop = new AbortController();
+ * stop.abort(new Error("shutting down"));
+ * await assert.rejects(sleep(60_000, stop.signal), /shutting down/); // no minute spent
+ * await sleep(1); // a millisecond on the system clock
+ * ```
  */
 export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClock): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -65,7 +72,15 @@ export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClo
  * it already has). The promise itself goes on: only the wait is given up. Without a signal,
  * `promise` itself.
  * @example
- * const token = await untilAborted(sharedRefresh, options.signal);
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const sharedRefresh = new Promise<string>((resolve) => setTimeout(() => resolve("token"), 10));
+ * assert.equal(await untilAborted(sharedRefresh), "token");
+ * const gaveUp = new AbortController();
+ * gaveUp.abort(new Error("the caller gave up"));
+ * await assert.rejects(untilAborted(sharedRefresh, gaveUp.signal), /gave up/);
+ * ```
  */
 export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return promise;
@@ -78,7 +93,14 @@ export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Prom
  * that completes later still lands where it was going (a cache fill, say).
  * @returns the promise's value when it settles first
  * @example
- * const bytes = await withTimeout(fetching, 5_000, () => new FetchTimeout(key, 5_000));
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const cancel = new AbortController();
+ * const fetching = sleep(60_000, cancel.signal); // an answer slow to come
+ * await assert.rejects(withTimeout(fetching, 5, () => new Error("no answer in 5 ms")), /5 ms/);
+ * cancel.abort(); // the wait was given up, not the work: cancel that separately
+ * ```
  */
 export function withTimeout<T>(
   promise: Promise<T>,

@@ -40,7 +40,16 @@ export async function fsyncDir(path: string): Promise<void> {
  *
  * @example
  * ```ts
- * await writeFileDurable("state/0/1/2/00000000000000000000.remote", encodeMarker(marker));
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, readFile, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "tierd-"));
+ * const path = join(dir, "00000000000000000000.remote");
+ * await writeFileDurable(path, new Uint8Array([1, 2, 3])); // all or nothing, even across a crash
+ * assert.deepEqual(await readFile(path), Buffer.from([1, 2, 3]));
+ * await rm(dir, { recursive: true });
  * ```
  */
 export async function writeFileDurable(path: string, bytes: Uint8Array): Promise<void> {

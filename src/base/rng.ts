@@ -4,8 +4,13 @@
 /**
  * A deterministic generator of unsigned 32-bit integers from a 32-bit seed (mulberry32).
  * @example
- * const next = seededUint32(7);
- * next() % 4; // 0..3, the same sequence on every run
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const a = seededUint32(7);
+ * const b = seededUint32(7);
+ * assert.deepEqual([a(), a(), a()], [b(), b(), b()]); // the same sequence on every run
+ * ```
  */
 export function seededUint32(seed: number): () => number {
   let state = seed >>> 0;
@@ -22,8 +27,14 @@ export function seededUint32(seed: number): () => number {
  * A deterministic generator of numbers in [0, 1) from a 32-bit seed: {@link seededUint32}'s
  * integers over 2^32.
  * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const rng = seededRandom(42);
- * rng(); // the same sequence on every run
+ * const x = rng();
+ * assert.ok(x >= 0 && x < 1);
+ * assert.equal(seededRandom(42)(), x); // the same sequence on every run
+ * ```
  */
 export function seededRandom(seed: number): () => number {
   const next = seededUint32(seed);

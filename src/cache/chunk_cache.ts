@@ -172,9 +172,31 @@ class PrefetchSkipped extends Error {
  * for the chunk. So a cold chunk costs one chunk GET, plus at most one first fetch.
  *
  * @example
- * const cache = await ChunkCache.open(store, chunkCacheOptions(config.tiered_storage));
- * const bytes = await cache.read(src, 4096, 65536, { readerId: "consumer-7", signal });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import { SimStore } from "../../providers/sim/store.ts";
+ * import { initHashes, xxh3_128 } from "../hash.ts";
+ *
+ * await initHashes();
+ * const store = new SimStore();
+ * const object = new TextEncoder().encode("records of a remote segment");
+ * await store.put("iggy/a.log", object);
+ * const src = {
+ *   key: "iggy/a.log",
+ *   checksum: xxh3_128(object).toString(16).padStart(32, "0"),
+ *   size: object.length,
+ *   recordStarts: () => Promise.resolve([0]),
+ * };
+ * const path = await mkdtemp(join(tmpdir(), "tierd-cache-"));
+ * const cache = await ChunkCache.open(store, { path, size: 64 << 20 }); // chunkCacheOptions(config.tiered_storage)
+ * const bytes = await cache.read(src, 0, 7, { readerId: "consumer-7" });
+ * assert.equal(new TextDecoder().decode(bytes), "records");
  * await cache.close();
+ * await rm(path, { recursive: true });
+ * ```
  */
 export class ChunkCache implements RangeReader {
   readonly #store: ObjectStore;

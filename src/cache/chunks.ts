@@ -20,7 +20,12 @@
  * @param chunkSize the nominal chunk size in bytes (> 0)
  * @returns strictly increasing boundaries from 0 to `size` (just `[0]` for an empty object)
  * @example
- * chunkBounds([0, 300, 880, 1050], 1500, 1000); // [0, 1050, 1500]
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * // Records start at 0, 300, 880 and 1050 of a 1500-byte object; chunks of about 1000 bytes.
+ * assert.deepEqual(chunkBounds([0, 300, 880, 1050], 1500, 1000), [0, 1050, 1500]);
+ * ```
  */
 export function chunkBounds(
   recordStarts: readonly number[],

@@ -17,9 +17,16 @@ export interface TokenBucketOptions {
  * granted. `Infinity` turns the limit off.
  *
  * @example
+ * ```ts
+ * import { SimStore } from "../../providers/sim/store.ts";
+ *
+ * const store = new SimStore();
+ * await store.put("iggy/a.log", new Uint8Array(1 << 20));
  * const bucket = new TokenBucket(50 * 1024 * 1024); // 50 MiB/s
- * await bucket.take(chunk.length, signal);
- * const { bytes } = await store.get(key, { range, signal });
+ * const range = { start: 0, length: 64 * 1024 };
+ * await bucket.take(range.length); // waits while the last second's budget is spent
+ * const { bytes } = await store.get("iggy/a.log", { range });
+ * ```
  */
 export class TokenBucket {
   readonly #msPerByte: number;

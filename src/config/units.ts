@@ -55,7 +55,14 @@ const UNLIMITED = new Set(["unlimited", "none"]);
  * @param text the duration as written in the config file
  * @returns milliseconds, a non-negative safe integer, or `Infinity`
  * @throws {UnitError} when the text is not a duration
- * @example parseDuration("1 m 30 s") // 90_000
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(parseDuration("1 m 30 s"), 90_000);
+ * assert.equal(parseDuration("unlimited"), Infinity);
+ * assert.throws(() => parseDuration("90"), UnitError); // seconds or milliseconds?
+ * ```
  */
 export function parseDuration(text: string): number {
   const t = text.trim().toLowerCase();
@@ -129,7 +136,13 @@ const BYTES_PER = new Map<string, bigint>([
  * @param text the size as written in the config file
  * @returns bytes, a non-negative safe integer, or `Infinity`
  * @throws {UnitError} when the text is not a size
- * @example parseSize("64 MiB") // 67_108_864
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(parseSize("64 MiB"), 67_108_864);
+ * assert.equal(parseSize("1.5 KB"), 1_500);
+ * ```
  */
 export function parseSize(text: string): number {
   const t = text.trim().toLowerCase();

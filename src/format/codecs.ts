@@ -9,8 +9,22 @@ import type { FormatName } from "./types.ts";
  * The codec for a format.
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { initHashes } from "../hash.ts";
+ *
+ * await initHashes();
  * const codec = codecFor("iggy-0.9");
- * for (const r of codec.walk(bytes, { file: "x.log", startOffset: 0n })) console.log(r.lastOffset);
+ * const message = {
+ *   offset: 0n,
+ *   timestamp: 1_750_000_000_000_000n,
+ *   originTimestamp: 1_750_000_000_000_000n,
+ *   id: 1n,
+ *   payload: new TextEncoder().encode("hello"),
+ *   userHeaders: new Uint8Array(),
+ * };
+ * const bytes = codec.encodeRecord([message], { partitionId: 0 });
+ * const records = [...codec.walk(bytes, { file: "00000000000000000000.log", startOffset: 0n })];
+ * assert.equal(records[0].lastOffset, 0n);
  * ```
  */
 export function codecFor(name: FormatName): SegmentCodec {

@@ -31,10 +31,30 @@ export type FormatErrorCode =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { initHashes } from "../hash.ts";
+ * import { codecFor } from "./codecs.ts";
+ *
+ * await initHashes();
+ * const codec = codecFor("iggy-0.8");
+ * const bytes = codec.encodeRecord([{
+ *   offset: 0n,
+ *   timestamp: 1_750_000_000_000_000n,
+ *   originTimestamp: 1_750_000_000_000_000n,
+ *   id: 1n,
+ *   payload: new TextEncoder().encode("hello"),
+ *   userHeaders: new Uint8Array(),
+ * }], { partitionId: 0 });
+ * bytes[bytes.length - 1] ^= 1; // one flipped bit in the payload
  * try {
- *   for (const _ of codec.walk(bytes, { file, startOffset })) { }
+ *   for (const _ of codec.walk(bytes, { file: "00000000000000000000.log", startOffset: 0n })) {
+ *     // each record is checked as the walk reaches it
+ *   }
+ *   assert.fail("a damaged record was accepted");
  * } catch (err) {
- *   if (err instanceof FormatError && err.code === "checksum") quarantine(err.file);
+ *   if (!(err instanceof FormatError)) throw err;
+ *   assert.equal(err.code, "checksum");
+ *   assert.equal(err.file, "00000000000000000000.log");
  * }
  * ```
  */

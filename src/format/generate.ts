@@ -79,10 +79,24 @@ export function segmentPaths(dir: string, startOffset: bigint): { log: string; i
  * @throws {RangeError} for invalid options
  * @example
  * ```ts
- * await generatePartition({
- *   format: "iggy-0.9", dataDir: "/tmp/iggy", stream: 0, topic: 0, partition: 0,
- *   messages: 10_000, segmentSize: 1 << 20,
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dataDir = await mkdtemp(join(tmpdir(), "iggy-"));
+ * const segments = await generatePartition({
+ *   format: "iggy-0.9",
+ *   dataDir,
+ *   stream: 0,
+ *   topic: 0,
+ *   partition: 0,
+ *   messages: 1_000,
+ *   segmentSize: 64 * 1024,
  * });
+ * assert.ok(segments.length > 1);
+ * assert.equal(segments[0].startOffset, 0n);
+ * await rm(dataDir, { recursive: true });
  * ```
  */
 export async function generatePartition(o: GenerateOptions): Promise<GeneratedSegment[]> {

@@ -63,8 +63,30 @@ const DEFAULT_WINDOW = 4 << 20;
  * @throws a Node.js `ENOENT` error when the `.log` does not exist
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, readFile, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import { createXxh128Stream, xxh3_128 } from "../hash.ts";
+ * import { generatePartition } from "./generate.ts";
+ *
+ * const dataDir = await mkdtemp(join(tmpdir(), "iggy-"));
+ * const [seg] = await generatePartition({
+ *   format: "iggy-0.9",
+ *   dataDir,
+ *   stream: 0,
+ *   topic: 0,
+ *   partition: 0,
+ *   messages: 100,
+ *   segmentSize: 1 << 20,
+ * });
  * const hasher = await createXxh128Stream();
- * const v = await verifySegment(log, index, "iggy-0.9", 1000n, { onBytes: hasher.update });
+ * const v = await verifySegment(seg.logPath, seg.indexPath, "iggy-0.9", 0n, {
+ *   onBytes: (bytes) => hasher.update(bytes),
+ * });
+ * assert.equal(v.endOffset, 99n);
+ * assert.equal(hasher.digest(), xxh3_128(await readFile(seg.logPath)));
+ * await rm(dataDir, { recursive: true });
  * ```
  */
 export async function verifySegment(

@@ -183,7 +183,7 @@ function single(c: Context, name: string): string | undefined {
  * Builds the HTTP API.
  *
  * @example
- * ```ts
+ * ```ts ignore
  * const app = createApp({ read, registry, metrics, ready: () => true, apiToken: "" });
  * const res = await app.request("/healthz"); // 200 "ok"
  * ```

@@ -94,7 +94,12 @@ interface Tracked {
  * @throws {Error} when the port cannot be bound
  * @example
  * ```ts
- * const server = await serve(app, { hostname: "127.0.0.1", port: 7070 });
+ * import assert from "node:assert/strict";
+ *
+ * const app = { fetch: () => new Response("ok") };
+ * const server = await serve(app, { hostname: "127.0.0.1", port: 0 }); // 0: a free port
+ * const res = await fetch(`http://127.0.0.1:${server.port}/`);
+ * assert.equal(await res.text(), "ok");
  * await server.close();
  * ```
  */

@@ -44,7 +44,7 @@ const POLL_PATH = /^\/streams\/([^/]+)\/topics\/([^/]+)\/messages\/?$/;
  *
  * @throws {TypeError} when `brokerUrl` is not a URL
  * @example
- * ```ts
+ * ```ts ignore
  * const iggy = createIggyHttp({ read, brokerUrl: "http://127.0.0.1:3000", authCacheTtlMs: 1000 });
  * const server = await serve(iggy, { hostname: "127.0.0.1", port: 3001 });
  * ```

@@ -34,10 +34,15 @@ export type WireErrorKind =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const reader = new FrameReader("request-0.8", { maxFrameSize: 1024 });
+ * const announcing16MiB = new Uint8Array([0, 0, 0, 1, 1, 0, 0, 0]);
  * try {
- *   for (const frame of reader.frames(chunk)) forward(frame.bytes);
+ *   for (const _ of reader.frames(announcing16MiB)) assert.fail("an oversized frame was cut");
  * } catch (err) {
- *   if (err instanceof WireError && err.kind === "frame_too_large") conn.close();
+ *   if (!(err instanceof WireError)) throw err;
+ *   assert.equal(err.kind, "frame_too_large"); // the connection is out of step: close it
  * }
  * ```
  */
@@ -725,10 +730,15 @@ const SIZE_PREFIX: Record<Framing, number> = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const reader = new FrameReader("request-0.8", { maxFrameSize: 16 << 20 });
- * for await (const chunk of conn.readable) {
- *   for (const frame of reader.frames(chunk)) await broker.write(frame.bytes);
- * }
+ * // [length 4][code 1], no payload, arriving in two socket reads
+ * const frame = new Uint8Array([4, 0, 0, 0, 1, 0, 0, 0]);
+ * assert.deepEqual([...reader.frames(frame.subarray(0, 3))], []);
+ * const [whole] = [...reader.frames(frame.subarray(3))];
+ * assert.equal(whole.code, 1);
+ * assert.equal(whole.bytes.length, 8);
  * ```
  */
 export class FrameReader<F extends Framing> {

@@ -266,10 +266,12 @@ export class Histogram<L extends string = never> extends Metric<L, HistogramStat
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const registry = new Registry();
  * const uploads = registry.counter("tierd_uploads_total", "Segment uploads.", ["outcome"]);
  * uploads.inc({ outcome: "ok" });
- * console.log(registry.render());
+ * assert.match(registry.render(), /^tierd_uploads_total\{outcome="ok"\} 1$/m);
  * ```
  */
 export class Registry {

@@ -18,7 +18,9 @@ const GUARD: Partial<Record<StoreOp, "write" | "delete">> = {
 /**
  * Wraps `inner` so writes and deletes run only while `lease` holds the key space.
  * @example
+ * ```ts ignore
  * const store = fencedStore(instrumented, lease);
+ * ```
  */
 export function fencedStore(inner: ObjectStore, lease: KeySpaceLease): ObjectStore {
   return decorateStore(inner, async (call) => {

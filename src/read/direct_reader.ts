@@ -19,8 +19,19 @@ export interface DirectRangeReaderOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { SimStore } from "../../providers/sim/store.ts";
+ *
+ * const store = new SimStore();
+ * await store.put("iggy/a.log", new TextEncoder().encode("0123456789"));
+ * const source = {
+ *   key: "iggy/a.log",
+ *   checksum: "0".repeat(32),
+ *   size: 10,
+ *   recordStarts: () => Promise.resolve([0]),
+ * };
  * const reader = new DirectRangeReader(store);
- * const bytes = await reader.read(source, 0, 4096);
+ * assert.equal(new TextDecoder().decode(await reader.read(source, 2, 4)), "2345");
  * ```
  */
 export class DirectRangeReader implements RangeReader {

@@ -272,7 +272,7 @@ function sourceOf(sources: ReadonlySet<"local" | "remote">): ReadSource | undefi
  *   slow, or the chunk cache is full: retry later
  * @throws {RangeError} for a request without exactly one start or with a bad `maxBytes`
  * @example
- * ```ts
+ * ```ts ignore
  * const ctx = createReadContext({ config, store, prefix: "iggy" });
  * const partition = { stream: 1, topic: 1, partition: 0 };
  * const r = await readRecords(ctx, { partition, offset: 0n, maxBytes: 1 << 20 });

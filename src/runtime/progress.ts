@@ -34,9 +34,15 @@ interface Tally {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { systemClock } from "../base/clock.ts";
+ *
  * const progress = new CopyProgress(systemClock);
- * const worker = new TierWorker({ ...env, observer: progress.observer(tierObserver(metrics)) });
- * progress.rate("0/0/0").bytesPerSecond;
+ * // The tier worker is given `progress.observer(tierObserver(metrics))`; it reports each copy.
+ * const observer = progress.observer();
+ * observer.upload?.("ok", 0.5, 1 << 20, "0/0/0");
+ * assert.equal(progress.rate("0/0/0").segments, 1);
+ * assert.equal(progress.rate("0/0/0").bytes, 1 << 20);
  * ```
  */
 export class CopyProgress {

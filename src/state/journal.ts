@@ -195,11 +195,25 @@ function encodeAll(events: readonly JournalEvent[]): Uint8Array {
  *
  * @example
  * ```ts
- * const { journal, events } = await Journal.open("var/state/1/1/0/journal", {
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import { initHashes } from "../hash.ts";
+ * import { fold } from "./segment_state.ts";
+ *
+ * await initHashes();
+ * const dir = await mkdtemp(join(tmpdir(), "tierd-"));
+ * const { journal, events } = await Journal.open(join(dir, "journal"), {
  *   onTornTail: (t) => console.warn(`journal ${t.path}: dropped ${t.droppedBytes} bytes`),
  * });
- * const state = fold(events);
- * await journal.append({ type: "copy_started", segment: 0n, generation: 0n, at: clock.now() });
+ * assert.deepEqual(events, []);
+ * await journal.append({ type: "copy_started", segment: 0n, generation: 0n, at: 1 });
+ * await journal.close();
+ * const reopened = await Journal.open(join(dir, "journal"));
+ * assert.equal(fold(reopened.events).segments.get(0n)?.get(0n)?.state, "COPY_SEGMENT_STARTED");
+ * await reopened.journal.close();
+ * await rm(dir, { recursive: true });
  * ```
  */
 export class Journal {

@@ -1,6 +1,7 @@
 // Housekeeping job: the multipart sweep. Uploads under this cluster's prefix that are still
 // incomplete a day after they started can belong to no live copy (a copy's upload is bounded by
 // `segment_upload_timeout`): they are aborted, so a store never keeps paying for their parts.
+// An upload outside the prefix is never aborted, whatever the store's listing says.
 import { clusterRoot } from "../../layout/object_keys.ts";
 import type { JobEnv, JobOutcome } from "./job.ts";
 import { QuotaExhausted } from "./quota.ts";
@@ -23,7 +24,17 @@ export async function sweepMultipart(env: JobEnv): Promise<JobOutcome> {
     errors: [],
   };
   try {
-    const uploads = await env.store.listMultipartUploads(clusterRoot(env.keySpace));
+    const root = clusterRoot(env.keySpace);
+    const listed = await env.store.listMultipartUploads(root);
+    // Never another key space's: a store that ignores the prefix lists every upload it has.
+    const uploads = listed.filter((u) => u.key.startsWith(root));
+    if (uploads.length < listed.length) {
+      env.log.warn("the store listed multipart uploads outside tierd's prefix; left alone", {
+        prefix: root,
+        outside: listed.length - uploads.length,
+        first: listed.find((u) => !u.key.startsWith(root))!.key,
+      });
+    }
     out.counts.open = uploads.length;
     const now = env.clock.now();
     for (const u of uploads) {

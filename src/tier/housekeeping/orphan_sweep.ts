@@ -2,12 +2,14 @@
 // `orphan_sweep_interval`, each partition's journal is asked what this agent retired (the topic
 // recreated, the partition purged — see ../retirement.ts); each one's tombstone is written if it
 // is not yet, and once `orphan_grace` has passed since it was retired, its objects are deleted
-// (listed under its own prefix, bounded), its manifest last, and the sweep is journaled.
+// (listed under its own prefix, bounded; a listing that names any key outside that prefix
+// deletes nothing), its manifest last, and the sweep is journaled.
 //
 // Nothing else is ever deleted here. "Not named by my journal" is no reason: another agent's
 // objects, an incarnation this journal never had, a copy planted by hand all stay. The
 // partition's current incarnation and generation are never swept, whatever the journal says.
 import { listBounded } from "../../../providers/listing.ts";
+import { StoreError } from "../../../providers/types.ts";
 import { incarnationHex } from "../../layout/partition.ts";
 import { partitionRoot } from "../../layout/object_keys.ts";
 import { type RetiredGeneration, retiredKey, retiredOf } from "../../state/segment_state.ts";
@@ -80,6 +82,18 @@ export async function sweepOrphans(env: JobEnv): Promise<JobOutcome> {
 async function sweep(env: JobEnv, t: Tended, r: RetiredGeneration): Promise<number> {
   const prefix = `${partitionRoot(t.ledger.location())}${dirOf(r)}/`;
   const objects = await listBounded(env.store, prefix, { clock: env.clock });
+  const stray = objects.find((o) => !o.key.startsWith(prefix));
+  if (stray) {
+    // A store that answers a listing with keys from elsewhere (it ignored the prefix, or a proxy
+    // mangled it) cannot be trusted with what to delete: nothing is, this run or any until it
+    // answers for the prefix alone.
+    throw new StoreError(
+      "Malformed",
+      `${env.store.kind} store: the listing of ${JSON.stringify(prefix)} named ` +
+        `${JSON.stringify(stray.key)}, outside it; nothing was deleted`,
+      { op: "list", key: stray.key, code: "ListingOutsidePrefix" },
+    );
+  }
   const keys = [...objects.map((o) => o.key), tombstoneKey(t.ledger, r)];
   for (let i = 0; i < keys.length; i += DELETE_BATCH) {
     const failures = await env.store.deleteMany(keys.slice(i, i + DELETE_BATCH));
