@@ -12,6 +12,7 @@
 // for. An optional `x-tierd-reader` request header names a sequential reader for readahead.
 // Raw answers are streamed window by window (each validated before it is sent), so a read holds
 // a few MiB however large its answer; one that fails mid-answer cuts the connection.
+import { piecesOf, pieceStream } from "../base/piece_stream.ts";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { Logger } from "../log.ts";
@@ -91,22 +92,7 @@ const STREAMED_READ_BYTES = 4 * PIECE_WINDOW;
  * (or the client went away).
  */
 function releasingBody(bytes: Uint8Array, release: () => void): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (at >= bytes.length) {
-        controller.close();
-        release();
-        return;
-      }
-      const end = Math.min(bytes.length, at + BODY_CHUNK);
-      controller.enqueue(bytes.subarray(at, end));
-      at = end;
-    },
-    cancel() {
-      release();
-    },
-  }, { highWaterMark: 0 });
+  return pieceStream(piecesOf(bytes, BODY_CHUNK), { release });
 }
 
 /**
@@ -120,45 +106,30 @@ function streamedBody(
   logger: Logger,
   label: string,
 ): ReadableStream<Uint8Array> {
-  const windows = answer.windows();
   let sent = 0;
-  /** The client went away: nothing more is sent, and nothing that follows is an error. */
-  let cancelled = false;
-  const end = () => {
-    release();
-    void answer.close();
+  const windows = answer.windows();
+  const counted: AsyncIterator<Uint8Array> = {
+    async next() {
+      const r = await windows.next();
+      if (!r.done) sent += r.value.length;
+      return r;
+    },
+    return: (value) => windows.return(value),
   };
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { value, done } = await windows.next();
-        if (cancelled) return;
-        if (done) {
-          controller.close();
-          end();
-          return;
-        }
-        sent += value.length;
-        controller.enqueue(value);
-      } catch (err) {
-        if (cancelled) return;
-        logger.error("read failed mid-answer; the connection is cut", {
-          partition: label,
-          first_offset: answer.firstOffset,
-          sent_bytes: sent,
-          content_length: answer.byteLength,
-          err,
-        });
-        controller.error(err);
-        end();
-      }
+  return pieceStream(counted, {
+    release: () => {
+      release();
+      void answer.close();
     },
-    async cancel() {
-      cancelled = true;
-      await windows.return(undefined).catch(() => {});
-      end();
-    },
-  }, { highWaterMark: 0 });
+    failed: (err) =>
+      logger.error("read failed mid-answer; the connection is cut", {
+        partition: label,
+        first_offset: answer.firstOffset,
+        sent_bytes: sent,
+        content_length: answer.byteLength,
+        err,
+      }),
+  });
 }
 
 function jsonText(value: unknown): string {

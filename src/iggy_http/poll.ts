@@ -3,6 +3,7 @@
 // offset, otherwise forwarded to the broker untouched), with the broker calls made over HTTP with
 // the client's own `Authorization` (client_calls.ts) and the answer written as the broker's JSON.
 // Streams and topics named by name are resolved to ids through the broker first (names.ts).
+import { pieceStream } from "../base/piece_stream.ts";
 import type { Logger } from "../log.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { ContinuityReaders } from "../read/continuity.ts";
@@ -46,41 +47,35 @@ function streamedPoll(
   broker: string[],
   release: () => void,
 ): ReadableStream<Uint8Array> {
+  return pieceStream(pollPieces(partition, current, tierd, broker), { release });
+}
+
+function* pollPieces(
+  partition: number,
+  current: bigint,
+  tierd: PolledMessage[],
+  broker: string[],
+): Generator<Uint8Array> {
   const encoder = new TextEncoder();
   const total = tierd.length + broker.length;
-  let next = -1; // -1: the head is next
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (next === -1) {
-        next = 0;
-        controller.enqueue(encoder.encode(polledJsonHead(partition, current, total)));
-        return;
-      }
-      if (next >= total) {
-        controller.enqueue(encoder.encode("]}"));
-        controller.close();
-        release();
-        return;
-      }
-      if (next < tierd.length) {
-        // tierd's messages, written as bytes (no string per message).
-        const piece = messagesPiece(tierd, next, PIECE_BYTES / 2);
-        next = piece.next;
-        controller.enqueue(piece.bytes);
-        return;
-      }
-      let piece = "";
-      while (next < total && piece.length < PIECE_BYTES / 2) {
-        if (next > 0) piece += ",";
-        piece += broker[next - tierd.length];
-        next++;
-      }
-      controller.enqueue(encoder.encode(piece));
-    },
-    cancel() {
-      release();
-    },
-  }, { highWaterMark: 0 });
+  yield encoder.encode(polledJsonHead(partition, current, total));
+  let next = 0;
+  while (next < tierd.length) {
+    // tierd's messages, written as bytes (no string per message).
+    const piece = messagesPiece(tierd, next, PIECE_BYTES / 2);
+    next = piece.next;
+    yield piece.bytes;
+  }
+  while (next < total) {
+    let piece = "";
+    while (next < total && piece.length < PIECE_BYTES / 2) {
+      if (next > 0) piece += ",";
+      piece += broker[next - tierd.length];
+      next++;
+    }
+    yield encoder.encode(piece);
+  }
+  yield encoder.encode("]}");
 }
 
 /** The broker, for one HTTP client's poll. */
