@@ -30,7 +30,7 @@ import {
   tierObserver,
 } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
-import { createTierdMetrics } from "../metrics/tierd.ts";
+import { createTierdMetrics, initTopicSeries } from "../metrics/tierd.ts";
 import { createReadContext } from "../read/context.ts";
 import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { collectGarbage, ResidentGuard } from "../runtime/memory.ts";
@@ -113,6 +113,7 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
+  initTopicSeries(metrics, config.topic.filter((t) => t.tiered_storage));
   const opened = await storeFor(ctx, {
     observer: credentialObserver(metrics, registry, systemClock),
   });

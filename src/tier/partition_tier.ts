@@ -8,6 +8,7 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { TornTailInfo } from "../state/journal.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
+import type { ChosenDeletion } from "../state/delete_lag.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { type BootOutcome, reconcileAtBoot, settleReappeared } from "./boot.ts";
 import { directoryContradicts } from "../partition/journal_fit.ts";
@@ -81,6 +82,8 @@ export class PartitionTier {
   /** When each remote copy was first found deletable (the retention phase's delete_grace). */
   readonly #deletableSince = new Map<string, number>();
   readonly #damage = new SegmentDamage();
+  /** What total retention chose in the last pass and left unjournaled. */
+  #chosenDeletions: readonly ChosenDeletion[] = [];
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -176,6 +179,14 @@ export class PartitionTier {
     return this.#lastPass;
   }
 
+  /**
+   * Remote copies total retention chose in the last pass and has not started deleting (they
+   * wait for `delete_grace` or the delete budget): part of the remote-deletion lag.
+   */
+  get chosenDeletions(): readonly ChosenDeletion[] {
+    return this.#chosenDeletions;
+  }
+
   /** Why this partition's eviction waits, if it does. */
   get evictionBlock(): EvictionBlock | undefined {
     return this.#gate.block;
@@ -209,6 +220,7 @@ export class PartitionTier {
       }, segments);
       if (settled.kind === "new") {
         this.#deletableSince.clear();
+        this.#chosenDeletions = [];
         this.#reportedGaps.clear();
       }
       segments = await listLocal(ctx, this.dir);
@@ -246,6 +258,7 @@ export class PartitionTier {
         { remaining: ctx.config.tiered_storage.delete_batch_per_pass },
       deletableSince: this.#deletableSince,
     });
+    this.#chosenDeletions = retention.chosen;
     const phases: Problems[] = [...copied, cleanup, evict, retention];
     const report: PartitionPassReport = {
       partition: this.label,

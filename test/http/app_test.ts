@@ -132,7 +132,8 @@ Deno.test("/metrics parses and carries partition gauges and read counters", asyn
       sampleValue(f, "tierd_reads_total", { source: "remote", outcome: "cancelled" }),
       1,
     );
-    assert.ok(sampleValue(f, "tierd_fetches_total", { outcome: "ok" })! >= 1);
+    const topic = { stream: "0", topic: "0" };
+    assert.ok(sampleValue(f, "tierd_fetches_total", { ...topic, outcome: "ok" })! >= 1);
     assert.equal(sampleValue(f, "tierd_remote_objects_missing_total"), 0);
   });
 });

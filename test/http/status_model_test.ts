@@ -25,6 +25,7 @@ function summary(partition: number, o: Partial<PartitionSummary> = {}): Partitio
     remoteBytes: 5000,
     danglingBytes: 0,
     copyLag: { segments: 2, bytes: 2000 },
+    deleteLag: { segments: 0, bytes: 0 },
     health: { state: "ok" },
     holes: [],
     ...o,

@@ -5,6 +5,7 @@
 import type { TopicConfig } from "../../config/schema.ts";
 import { deletableUnder, readConsumerBarrier } from "../../partition/consumer_offsets.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
+import type { ChosenDeletion } from "../../state/delete_lag.ts";
 import { getSegment, segmentsOf } from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import {
@@ -25,6 +26,11 @@ export interface DeleteBudget {
 /** What the retention phase did. */
 export interface RetentionOutcome extends Problems {
   remoteDeleted: number;
+  /**
+   * Copies retention wants deleted that this pass left unjournaled (waiting for `delete_grace`,
+   * the pass's budget or `delete_pending_per_partition`): part of the remote-deletion lag.
+   */
+  chosen: ChosenDeletion[];
 }
 
 /** Inputs of the retention phase. */
@@ -53,7 +59,7 @@ export async function retentionPhase(
   ledger: PartitionLedger,
   input: RetentionInput,
 ): Promise<RetentionOutcome> {
-  const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0 };
+  const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0, chosen: [] };
   const { topic, budget } = input;
   const records = segmentsOf(ledger.state);
   const started = records.filter((r) =>
@@ -87,7 +93,8 @@ export async function retentionPhase(
     0,
     Math.min(budget.remaining, cfg.delete_pending_per_partition - started.length),
   );
-  const chosen = chooseRetentionDeletes(
+  // Everything retention wants gone now (the lag reports it all); this pass takes a prefix.
+  const deletable = chooseRetentionDeletes(
     remote.map((r) => ({
       start: r.start,
       endOffset: r.meta!.endOffset,
@@ -99,17 +106,21 @@ export async function retentionPhase(
     { expiryMs: topic.message_expiry, maxBytes: share },
     ctx.clock.now(),
     (end) => deletableUnder(barrier, end),
-    limit,
+    Infinity,
   );
-  // A copy goes once it has been deletable for delete_grace; the others wait their turn.
+  const chosen = deletable.slice(0, limit);
+  // A copy goes once it has been deletable for delete_grace; the others wait their turn. Every
+  // deletable copy's grace runs, including those past this pass's limit: the grace is about
+  // how long it has been deletable, not about when the budget reached it.
   const now = ctx.clock.now();
   const since = new Map<string, number>();
-  const due = chosen.filter((c) => {
+  for (const c of deletable) {
     const key = `${generation}:${c.start}`;
-    const first = input.deletableSince.get(key) ?? now;
-    since.set(key, first);
-    return now - first >= cfg.delete_grace;
-  });
+    since.set(key, input.deletableSince.get(key) ?? now);
+  }
+  const due = chosen.filter((c) =>
+    now - since.get(`${generation}:${c.start}`)! >= cfg.delete_grace
+  );
   input.deletableSince.clear();
   for (const [key, first] of since) input.deletableSince.set(key, first);
   if (due.length < chosen.length) {
@@ -133,6 +144,11 @@ export async function retentionPhase(
       });
       break;
     }
+  }
+  for (const c of deletable) {
+    if (getSegment(ledger.state, generation, c.start)?.state !== "COPY_SEGMENT_FINISHED") continue;
+    const dueAt = since.get(`${generation}:${c.start}`)! + cfg.delete_grace;
+    out.chosen.push({ generation, start: c.start, size: c.size, dueAt });
   }
   if (out.remoteDeleted > 0) {
     ctx.observer.remoteDeleted?.(out.remoteDeleted);
