@@ -23,6 +23,7 @@ import { evictPhase } from "./phases/evict.ts";
 import { advanceFloor, detectPurge, recordLosses } from "./phases/floor.ts";
 import { type DeleteBudget, retentionPhase } from "./phases/retention.ts";
 import { type DamagedSegment, SegmentDamage } from "./segment_damage.ts";
+import { type ChainFault, nextUploadFault, type UploadFault } from "./upload_fault.ts";
 
 /** Compact the journal once it grows past this many bytes. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -84,6 +85,7 @@ export class PartitionTier {
   readonly #damage = new SegmentDamage();
   /** What total retention chose in the last pass and left unjournaled. */
   #chosenDeletions: readonly ChosenDeletion[] = [];
+  #uploadFault?: UploadFault;
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -187,6 +189,14 @@ export class PartitionTier {
     return this.#chosenDeletions;
   }
 
+  /**
+   * The store faults keeping this partition's copies from landing, since when and the latest
+   * (see `upload_fault.ts`); undefined while its last pass met none.
+   */
+  get uploadFault(): UploadFault | undefined {
+    return this.#uploadFault;
+  }
+
   /** Why this partition's eviction waits, if it does. */
   get evictionBlock(): EvictionBlock | undefined {
     return this.#gate.block;
@@ -236,9 +246,24 @@ export class PartitionTier {
       damage: this.#damage,
       storageClass: topic.storage_class,
     };
-    const copied = [await copyPhase(ctx, ledger, copyInput)];
-    const cleanup = await cleanupPhase(ctx, ledger, { segments, format });
-    if (cleanup.cleaned + cleanup.adopted > 0) copied.push(await copyPhase(ctx, ledger, copyInput));
+    // The work that moves the copy chain — copy, cleanup, copy again — and its store faults,
+    // each timed when its phase ended (a failure ends the copy phase; cleanups are short).
+    const faults: ChainFault[] = [];
+    const chain = async <P extends Problems>(phase: Promise<P>): Promise<P> => {
+      const out = await phase;
+      const at = ctx.clock.now();
+      for (const message of out.storeFaults ?? []) faults.push({ at, message });
+      return out;
+    };
+    const copied = [await chain(copyPhase(ctx, ledger, copyInput))];
+    const cleanup = await chain(cleanupPhase(ctx, ledger, { segments, format }));
+    if (cleanup.cleaned + cleanup.adopted > 0) {
+      copied.push(await chain(copyPhase(ctx, ledger, copyInput)));
+    }
+    this.#uploadFault = nextUploadFault(this.#uploadFault, {
+      faults,
+      progressed: sum(copied, (c) => c.copied + c.adopted) + cleanup.adopted > 0,
+    });
     await advanceFloor(ctx, ledger);
     const evict = await evictPhase(ctx, ledger, {
       dir: this.dir,
