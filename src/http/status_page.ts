@@ -101,9 +101,9 @@ function stallSection(s: StatusJson): string {
     : "";
   return `<p id="stall" class="bad banner"><b>Uploads stalled${since}</b>: ${
     escapeHtml(s.stalled.reason ?? "store unreachable")
-  }${failing} — ${s.stalled.throttled_requests} throttled requests since start. Nothing is copied or ` +
-    "evicted meanwhile and the broker's disk grows; tierd resumes by itself when the store " +
-    "answers. <code>tierd probe</code> names the cause.</p>";
+  }${failing} — ${s.stalled.throttled_requests} throttled requests since start. ` +
+    "Nothing is copied or evicted meanwhile and the broker's disk grows; tierd resumes by " +
+    "itself when the store answers. <code>tierd probe</code> names the cause.</p>";
 }
 
 function costSection(s: StatusJson): string {

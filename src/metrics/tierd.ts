@@ -3,8 +3,8 @@
 //
 // Every labelled series whose label values are known in advance (upload and fetch outcomes of
 // each configured topic, cache eviction reasons, read sources and outcomes) exists from the
-// start at 0, so `rate()` and `increase()` see the first event. docs/metrics.md describes each metric; a test keeps it
-// in step with this file.
+// start at 0, so `rate()` and `increase()` see the first event. docs/metrics.md describes each
+// metric; a test keeps it in step with this file.
 import { systemClock } from "../../providers/clock.ts";
 import type { EvictionReason } from "../cache/policy.ts";
 import type { FetchOutcome } from "../cache/stats.ts";

@@ -2,9 +2,13 @@
 // fallback where no chunk cache is configured.
 import { type Clock, systemClock } from "../../providers/clock.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
-import { fetchOutcomeOf } from "../cache/chunk_cache.ts";
-import type { ChunkSource, RangeReader, RangeReadOptions } from "../cache/types.ts";
-import type { FetchOutcome } from "../cache/stats.ts";
+import {
+  type ChunkSource,
+  type FetchOutcome,
+  fetchOutcomeOf,
+  type RangeReader,
+  type RangeReadOptions,
+} from "../cache/mod.ts";
 import { countFetch } from "../metrics/observers.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
 

@@ -27,8 +27,9 @@ Deno.test("/metrics after a scripted run: copies and fetches per topic, and the 
   const tmp = await tempDir("tierd-scrape");
   const topics = [{ stream: 0, topic: 0 }, { stream: 0, topic: 1 }];
   const config = testConfig({ dir: tmp.path, backend: "sim", format: "iggy-0.9", topics });
-  // Topic 0/0: everything expired (the generator writes 2025 timestamps), its local copies evicted at once, and a copy
-  // is deleted only an hour after it became deletable. Topic 0/1: no retention at all.
+  // Topic 0/0: everything expired (the generator writes 2025 timestamps), its local copies
+  // evicted at once, and a copy deleted only an hour after it became deletable. Topic 0/1: no
+  // retention at all.
   const expiring = config.topic.find((t) => t.topic === 0)!;
   expiring.message_expiry = 1000;
   expiring.local_retention_size = 0;
