@@ -718,7 +718,7 @@ export class ChunkCache implements RangeReader {
       // A backfill's reads wait for the write: the chunks it recycles are its own, and one not
       // yet in the cache cannot be recycled, so its next read would take a working-set chunk.
       if (flight.tier !== "cold") fetched(bytes);
-      this.#reportFetch(kind, "ok", length, began);
+      this.#reportFetch(kind, chunk.src.key, "ok", length, began);
       // The slot is held until the chunk is written, so reservations never outnumber the
       // slots: a budget of fetch_concurrency maximal chunks always has room for a read.
       await this.#unlinks.get(chunk.name);
@@ -747,7 +747,7 @@ export class ChunkCache implements RangeReader {
       if (err instanceof PrefetchSkipped) {
         this.#stats.counts.prefetchesSkipped++;
       } else {
-        this.#reportFetch(kind, fetchOutcomeOf(err), 0, began);
+        this.#reportFetch(kind, chunk.src.key, fetchOutcomeOf(err), 0, began);
       }
       throw err;
     } finally {
@@ -793,10 +793,10 @@ export class ChunkCache implements RangeReader {
       release = await this.#gate.acquire("read", signal).ready;
       await this.#bucket.take(length, signal);
       const bytes = await this.#get(src, range.start, length, signal);
-      this.#reportFetch("first", "ok", length, began);
+      this.#reportFetch("first", src.key, "ok", length, began);
       return bytes;
     } catch (err) {
-      this.#reportFetch("first", fetchOutcomeOf(err), 0, began);
+      this.#reportFetch("first", src.key, fetchOutcomeOf(err), 0, began);
       throw err;
     } finally {
       release?.();
@@ -821,8 +821,14 @@ export class ChunkCache implements RangeReader {
     return result.bytes;
   }
 
-  #reportFetch(kind: FetchKind, outcome: FetchOutcome, bytes: number, began: number): void {
-    this.#stats.fetch({ kind, outcome, bytes, seconds: (this.#clock.now() - began) / 1000 });
+  #reportFetch(
+    kind: FetchKind,
+    key: string,
+    outcome: FetchOutcome,
+    bytes: number,
+    began: number,
+  ): void {
+    this.#stats.fetch({ kind, key, outcome, bytes, seconds: (this.#clock.now() - began) / 1000 });
   }
 
   /** Counts evicted chunks and deletes their files (one deletion per name at a time). */
@@ -846,7 +852,7 @@ export class ChunkCache implements RangeReader {
  * The `outcome` of a failed fetch: the cache's own errors, else the store request's outcome
  * ({@link outcomeOf}) narrowed to `not_found`, `aborted` or `error`.
  */
-function fetchOutcomeOf(err: unknown): FetchOutcome {
+export function fetchOutcomeOf(err: unknown): FetchOutcome {
   if (err instanceof CacheFullError) return "cache_full";
   if (err instanceof CacheTimeoutError) return "aborted";
   const outcome = outcomeOf(err);

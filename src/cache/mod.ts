@@ -1,6 +1,11 @@
 // The chunk cache's public surface, for the read path and the agent's wiring. How the cache
 // works: docs/architecture.md, "The chunk cache".
-export { ChunkCache, type ChunkCacheOptions, chunkCacheOptions } from "./chunk_cache.ts";
+export {
+  ChunkCache,
+  type ChunkCacheOptions,
+  chunkCacheOptions,
+  fetchOutcomeOf,
+} from "./chunk_cache.ts";
 export type { EvictionReason } from "./policy.ts";
 export type {
   CacheStats,

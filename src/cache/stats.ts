@@ -16,6 +16,8 @@ export type FetchKind = "first" | "chunk" | "prefetch";
 /** One store fetch, as reported to {@linkcode CacheStats.fetch}. */
 export interface FetchEvent {
   kind: FetchKind;
+  /** The object fetched from (the metrics label its count by the topic its key names). */
+  key: string;
   outcome: FetchOutcome;
   /** Bytes received (0 unless `ok`). */
   bytes: number;
@@ -26,8 +28,8 @@ export interface FetchEvent {
 /**
  * An observer of the chunk cache; every method is optional. The metrics code adapts it to
  * `tierd_cache_hits_total`, `tierd_cache_misses_total`, `tierd_cache_bytes`,
- * `tierd_cache_evictions_total{reason}`, `tierd_fetches_total{outcome}` and
- * `tierd_fetch_duration_seconds`.
+ * `tierd_cache_evictions_total{reason}`, `tierd_fetches_total{stream,topic,outcome}`,
+ * `tierd_fetch_bytes_total{stream,topic}` and `tierd_fetch_duration_seconds`.
  */
 export interface CacheStats {
   /** A read found a chunk resident; `bytes` were served from it. */

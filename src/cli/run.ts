@@ -14,7 +14,7 @@ import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
 import { probeSpace } from "../layout/probe_space.ts";
 import { credentialObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
-import { createTierdMetrics } from "../metrics/tierd.ts";
+import { createTierdMetrics, initTopicSeries } from "../metrics/tierd.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import { TierWorker } from "../tier/tier_worker.ts";
@@ -87,6 +87,7 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   await lockStateDir(config.agent.state_dir, values.once ? "tierd run --once" : "tierd run");
   const registry = new Registry();
   const metrics = createTierdMetrics(registry);
+  initTopicSeries(metrics, config.topic.filter((t) => t.tiered_storage));
   const opened = await storeFor(ctx, {
     observer: credentialObserver(metrics, registry, systemClock),
   });

@@ -316,7 +316,7 @@ function addOpsRoutes(app: Hono, o: OpsOptions, logger: Logger): void {
 
   app.get("/metrics", async (c) => {
     try {
-      observePartitions(o.metrics, await summarizePartitions(o.read));
+      observePartitions(o.metrics, await summarizePartitions(o.read), o.read.clock.now());
     } catch (err) {
       logger.warn("partition gauges not refreshed", { err });
     }

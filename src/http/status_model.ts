@@ -20,6 +20,11 @@ export interface PartitionWork {
   storeUnreachable: boolean;
   /** Copies still to do after its last pass. */
   pending: number;
+  /**
+   * Its copies failing on store faults: since when (ms since the epoch, the first failure of
+   * the run), how many faults, the latest; absent while its last pass met none.
+   */
+  uploadFault?: { since: number; failures: number; latest: string };
   /** Why its eviction or copy is held back (a consumer's offset, …), one sentence each. */
   blocked: readonly string[];
 }
@@ -118,6 +123,11 @@ export interface PartitionJson {
   state_detail: string | null;
   /** Sealed local segments not yet copied (the copy backlog), and their bytes. */
   copy_lag: { segments: number; bytes: string };
+  /**
+   * Remote copies tierd has decided to delete whose objects may still be in the store, their
+   * bytes, and when the oldest deletion was due (ms since the epoch; null when none is pending).
+   */
+  remote_delete_lag: { segments: number; bytes: string; oldest_due_at: number | null };
   /** Copied since the agent started; null without the agent. */
   copied: { segments: number; bytes: string } | null;
   /** Bytes per second over the last minute; null without the agent. */
@@ -159,7 +169,13 @@ export interface StatusJson {
     stalled: boolean;
     /** When the stall began, ms since the epoch; null while uploads flow. */
     since: number | null;
+    /** What keeps uploads stalled, in words (see {@link stallCause}); null while they flow. */
     reason: string | null;
+    /**
+     * The partition whose copies have failed longest on store faults: since when (ms since the
+     * epoch), how many faults, the latest; null while uploads flow or no copy has failed yet.
+     */
+    cause: { partition: string; since: number; failures: number; error: string } | null;
     throttled_requests: number;
   } | null;
   /**
@@ -273,11 +289,12 @@ export function partitionProblems(p: PartitionSummary, work?: PartitionWork): Pr
     });
   }
   if (work?.storeUnreachable && (work.pending > 0 || p.copyLag.segments > 0)) {
-    const first = work.errors[0];
+    // What holds its copies back, when that is a store fault; else its pass's first error.
+    const cause = work.uploadFault?.latest ?? work.errors[0];
     out.push({
       kind: "stalled",
       severity: "bad",
-      reason: `store unreachable${first ? `: ${first}` : ""}`,
+      reason: `store unreachable${cause ? `: ${cause}` : ""}`,
     });
   }
   for (const b of work?.blocked ?? []) out.push({ kind: "blocked", severity: "bad", reason: b });
@@ -299,6 +316,46 @@ export function partitionProblems(p: PartitionSummary, work?: PartitionWork): Pr
   return out;
 }
 
+/** The partition work that keeps uploads stalled (see {@link stallCause}). */
+export interface StallCause {
+  /** `"{s}/{t}/{p}"`. */
+  partition: string;
+  since: number;
+  failures: number;
+  latest: string;
+}
+
+/**
+ * What the stall banner and `/v1/status` name as the stall's cause: the most recent failure of
+ * the oldest still-failing work. Not simply whichever operation failed last: during an outage
+ * every kind of call fails in turn — a copy's PUT, the ownership check's GET of `owner.json`
+ * before it, a failed copy's cleanup, a retention DELETE — so the last failure changes with each
+ * refresh and names whatever happened to run, often work that does not hold uploads back at all.
+ * What keeps uploads stalled is copy work that cannot finish; of that, the partition whose copy
+ * chain has failed the longest without moving is the one the stall began with and the last to
+ * clear, and its most recent failure says what the store answers now. Ties (partitions that
+ * began failing in the same pass) go to the one with more failures, then to the first listed,
+ * so the banner stays put from one refresh to the next.
+ *
+ * @param works each partition's label and work, in the order the status lists them
+ * @returns the cause, or undefined when no partition's copies are failing on store faults
+ */
+export function stallCause(
+  works: readonly { label: string; work?: PartitionWork }[],
+): StallCause | undefined {
+  let best: StallCause | undefined;
+  for (const { label, work } of works) {
+    const f = work?.uploadFault;
+    if (!f) continue;
+    if (
+      !best || f.since < best.since || (f.since === best.since && f.failures > best.failures)
+    ) {
+      best = { partition: label, since: f.since, failures: f.failures, latest: f.latest };
+    }
+  }
+  return best;
+}
+
 /** One partition's JSON. */
 export function partitionJson(p: PartitionSummary, agent?: AgentView): PartitionJson {
   const label = `${p.stream}/${p.topic}/${p.partition}`;
@@ -318,6 +375,11 @@ export function partitionJson(p: PartitionSummary, agent?: AgentView): Partition
     state: p.health?.state ?? null,
     state_detail: p.health?.detail ?? null,
     copy_lag: { segments: p.copyLag.segments, bytes: String(p.copyLag.bytes) },
+    remote_delete_lag: {
+      segments: p.deleteLag.segments,
+      bytes: String(p.deleteLag.bytes),
+      oldest_due_at: p.deleteLag.oldestDueAt ?? null,
+    },
     copied: agent
       ? { segments: work?.copied.segments ?? 0, bytes: String(work?.copied.bytes ?? 0) }
       : null,
@@ -392,12 +454,30 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
   if (agent) {
     const store = agent.store();
     const passes = agent.passes();
-    const reason = partitions.flatMap((p) => p.problems).find((q) => q.kind === "stalled")
-      ?.reason ?? (store.stalled ? "store unreachable" : null);
+    const cause = store.stalled
+      ? stallCause(summaries.map((p) => {
+        const label = `${p.stream}/${p.topic}/${p.partition}`;
+        return { label, work: agent.partition(label) };
+      }))
+      : undefined;
+    // Without a partition whose copies failed yet (the first pass still retrying, the store
+    // down at start), a partition's stalled problem or the stall alone.
+    const reason = cause
+      ? `store unreachable: partition ${cause.partition}: ${cause.latest}`
+      : partitions.flatMap((p) => p.problems).find((q) => q.kind === "stalled")?.reason ??
+        "store unreachable";
     stalled = {
       stalled: store.stalled,
       since: store.stalled ? store.stalledSince ?? null : null,
       reason: store.stalled ? reason : null,
+      cause: cause
+        ? {
+          partition: cause.partition,
+          since: cause.since,
+          failures: cause.failures,
+          error: cause.latest,
+        }
+        : null,
       throttled_requests: store.throttledRequests,
     };
     if (store.requests) {

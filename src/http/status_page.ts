@@ -94,11 +94,16 @@ function stallSection(s: StatusJson): string {
   const since = s.stalled.since === null
     ? ""
     : ` since ${formatTime(s.stalled.since)} (${formatDuration((s.now - s.stalled.since) / 1000)})`;
+  const c = s.stalled.cause;
+  const failing = c
+    ? ` (its copies failing since ${formatTime(c.since)}, ${c.failures} store ` +
+      `fault${c.failures === 1 ? "" : "s"})`
+    : "";
   return `<p id="stall" class="bad banner"><b>Uploads stalled${since}</b>: ${
     escapeHtml(s.stalled.reason ?? "store unreachable")
-  } — ${s.stalled.throttled_requests} throttled requests since start. Nothing is copied or ` +
-    "evicted meanwhile and the broker's disk grows; tierd resumes by itself when the store " +
-    "answers. <code>tierd probe</code> names the cause.</p>";
+  }${failing} — ${s.stalled.throttled_requests} throttled requests since start. ` +
+    "Nothing is copied or evicted meanwhile and the broker's disk grows; tierd resumes by " +
+    "itself when the store answers. <code>tierd probe</code> names the cause.</p>";
 }
 
 function costSection(s: StatusJson): string {
@@ -110,13 +115,29 @@ function costSection(s: StatusJson): string {
     `${money(r.estimated_cost)}${day} (prices from [tiered_storage.request_prices]).</p>`;
 }
 
+/**
+ * The first pass since start: while it runs, how far it got (copied of copied plus still to
+ * copy). Once done, no progress bar: its work is over, and what is left to copy — segments the
+ * broker sealed since, copies that failed — is the copy backlog's, not a first pass stuck at
+ * some percent.
+ */
 function firstPassSection(s: StatusJson): string {
   const f = s.first_pass;
   if (!f) return "";
-  const state = f.done ? "done" : "in progress";
-  return `<p id="first-pass">First pass ${state}: ${f.partitions_done} of ${f.partitions_total} ` +
-    `partitions, ${f.segments_copied} of ${f.segments_backlog} segments copied ` +
-    `(${formatBytes(f.bytes_copied)} of ${formatBytes(f.bytes_backlog)}) ` +
+  if (f.done) {
+    const copied = `${f.segments_copied} segments (${formatBytes(f.bytes_copied)})`;
+    const left = f.segments_backlog - f.segments_copied;
+    const rest = left > 0
+      ? `; ${left} segments (${
+        formatBytes(Number(f.bytes_backlog) - Number(f.bytes_copied))
+      }) to copy now, in the copy backlog`
+      : "; nothing left to copy";
+    return `<p id="first-pass">First pass done: ${f.partitions_done} of ${f.partitions_total} ` +
+      `partitions gone through, ${copied} copied since start${rest}.</p>`;
+  }
+  return `<p id="first-pass">First pass in progress: ${f.partitions_done} of ` +
+    `${f.partitions_total} partitions, ${f.segments_copied} of ${f.segments_backlog} segments ` +
+    `copied (${formatBytes(f.bytes_copied)} of ${formatBytes(f.bytes_backlog)}) ` +
     `<progress max="${Math.max(1, f.segments_backlog)}" value="${f.segments_copied}"></progress>` +
     ` ${percent(f.segments_copied, f.segments_backlog)}</p>`;
 }

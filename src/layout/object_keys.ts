@@ -75,6 +75,20 @@ export function parseSegmentKey(root: string, key: string): ParsedSegmentKey | u
   };
 }
 
+const SEGMENT_KEY_TAIL =
+  /(?:^|\/)(0|[1-9][0-9]*)\/(0|[1-9][0-9]*)\/(0|[1-9][0-9]*)\/[0-9a-f]{16}-(?:0|[1-9][0-9]{0,19})\/[0-9]{20}\.(?:log|index)$/;
+
+/**
+ * The partition a segment object's key names, read from the key's end (so whatever the prefix
+ * and cluster id hold): for labelling what the store did by stream and topic. Undefined for any
+ * other key (a manifest, the owner record, a stranger's object).
+ */
+export function partitionOfSegmentKey(key: string): PartitionId | undefined {
+  const m = SEGMENT_KEY_TAIL.exec(key);
+  if (!m) return undefined;
+  return { stream: Number(m[1]), topic: Number(m[2]), partition: Number(m[3]) };
+}
+
 /** Keys of one segment's `.log` and `.index` objects. */
 export function segmentKeys(loc: RemoteLocation, start: bigint): { log: string; index: string } {
   const base = partitionPrefix(loc) + segmentStem(start);

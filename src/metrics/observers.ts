@@ -2,7 +2,8 @@
 // Prometheus metrics.
 import { type Clock, systemClock } from "../base/clock.ts";
 import type { CredentialObserver } from "../../providers/credentials/types.ts";
-import type { CacheStats } from "../cache/stats.ts";
+import type { CacheStats, FetchEvent } from "../cache/stats.ts";
+import { partitionOfSegmentKey } from "../layout/object_keys.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import type { Registry } from "./registry.ts";
 import type { TierObserver } from "../tier/observer.ts";
@@ -19,16 +20,44 @@ export function markStalled(m: TierdMetrics, value: 0 | 1, now: number): void {
   m.uploadStalled.set(undefined, value);
 }
 
+/**
+ * The `stream` and `topic` labels of a partition's `"{s}/{t}/{p}"` label, or of the partition
+ * a segment object's key names; both empty (the labels absent, to Prometheus) for anything else.
+ */
+function topicLabels(from: { label: string } | { key: string }): { stream: string; topic: string } {
+  if ("key" in from) {
+    const id = partitionOfSegmentKey(from.key);
+    return id ? { stream: String(id.stream), topic: String(id.topic) } : { stream: "", topic: "" };
+  }
+  const m = /^(\d+)\/(\d+)\/\d+$/.exec(from.label);
+  return m ? { stream: m[1], topic: m[2] } : { stream: "", topic: "" };
+}
+
+/**
+ * Counts one read fetch from the store: `tierd_fetches_total{stream,topic,outcome}`, the bytes
+ * it received in `tierd_fetch_bytes_total{stream,topic}`, and the time of a successful one in
+ * `tierd_fetch_duration_seconds`. The topic is the one the object's key names.
+ */
+export function countFetch(m: TierdMetrics, e: Omit<FetchEvent, "kind">): void {
+  const topic = topicLabels({ key: e.key });
+  m.fetches.inc({ ...topic, outcome: e.outcome });
+  if (e.outcome === "ok") {
+    m.fetchBytes.inc(topic, e.bytes);
+    m.fetchDuration.observe(undefined, e.seconds);
+  }
+}
+
 /** A {@link TierObserver} that counts into `m`. */
 export function tierObserver(m: TierdMetrics, clock: Clock = systemClock): TierObserver {
   // The gauge holds one series per blocked partition: rebuilt from this map on each change.
   const blocked = new Map<string, { labels: PartitionId; reason: string }>();
   return {
-    upload(outcome, seconds, bytes) {
-      m.uploads.inc({ outcome });
+    upload(outcome, seconds, bytes, partition) {
+      const topic = topicLabels({ label: partition });
+      m.uploads.inc({ ...topic, outcome });
       if (outcome !== "failed") {
         m.uploadDuration.observe(undefined, seconds);
-        m.uploadBytes.inc(undefined, bytes);
+        m.uploadBytes.inc(topic, bytes);
       }
     },
     lostBeforeUpload: (n) => m.segmentsLostBeforeUpload.inc(undefined, n),
@@ -61,10 +90,7 @@ export function cacheObserver(m: TierdMetrics): CacheStats {
     hit: () => m.cacheHits.inc(),
     miss: () => m.cacheMisses.inc(),
     eviction: (reason) => m.cacheEvictions.inc({ reason }),
-    fetch(e) {
-      m.fetches.inc({ outcome: e.outcome });
-      if (e.outcome === "ok") m.fetchDuration.observe(undefined, e.seconds);
-    },
+    fetch: (e) => countFetch(m, e),
     usage: (u) => {
       m.cacheBytes.set(undefined, u.bytes);
       m.cacheBudgetExhausted.set(undefined, 0);

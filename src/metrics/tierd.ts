@@ -1,10 +1,10 @@
 // Every metric tierd exports, defined once so the names, help texts and labels
 // stay in one place; components take the typed handles they update from the returned object.
 //
-// Every labelled series whose label values are known in advance (upload and fetch outcomes,
-// cache eviction reasons, read sources and outcomes) exists from the start at 0, so `rate()`
-// and `increase()` see the first event. docs/metrics.md describes each metric; a test keeps it
-// in step with this file.
+// Every labelled series whose label values are known in advance (upload and fetch outcomes of
+// each configured topic, cache eviction reasons, read sources and outcomes) exists from the
+// start at 0, so `rate()` and `increase()` see the first event. docs/metrics.md describes each
+// metric; a test keeps it in step with this file.
 import { systemClock } from "../base/clock.ts";
 import type { EvictionReason } from "../cache/policy.ts";
 import type { FetchOutcome } from "../cache/stats.ts";
@@ -16,6 +16,9 @@ import { VERSION } from "../version.ts";
 /** Labels naming one partition. */
 export type PartitionLabels = "stream" | "topic" | "partition";
 
+/** Labels naming one topic. */
+export type TopicLabels = "stream" | "topic";
+
 /** The typed handles of every tierd metric. */
 export interface TierdMetrics {
   /** `tierd_local_bytes{stream,topic,partition}`: bytes of the partition's local `.log` files. */
@@ -24,18 +27,23 @@ export interface TierdMetrics {
   remoteBytes: Gauge<PartitionLabels>;
   /** `tierd_tiered_up_to_offset{stream,topic,partition}`: the floor (-1 before the first copy). */
   tieredUpToOffset: Gauge<PartitionLabels>;
-  /** `tierd_uploads_total{outcome}`: segment uploads by outcome (ok, adopted, failed). */
-  uploads: Counter<"outcome">;
+  /**
+   * `tierd_uploads_total{stream,topic,outcome}`: segment uploads by topic and outcome (ok,
+   * adopted, failed).
+   */
+  uploads: Counter<TopicLabels | "outcome">;
   /** `tierd_upload_duration_seconds`: time to copy one segment. */
   uploadDuration: Histogram;
-  /** `tierd_upload_bytes_total`: bytes sent to the store by uploads. */
-  uploadBytes: Counter;
+  /** `tierd_upload_bytes_total{stream,topic}`: bytes sent to the store by uploads. */
+  uploadBytes: Counter<TopicLabels>;
   /** `tierd_upload_stalled`: 1 while uploads cannot make progress (store outage). */
   uploadStalled: Gauge;
   /** `tierd_upload_stalled_since_seconds`: when the stall began (epoch seconds); 0 while none. */
   uploadStalledSince: Gauge;
-  /** `tierd_fetches_total{outcome}`: ranged GETs issued for reads. */
-  fetches: Counter<"outcome">;
+  /** `tierd_fetches_total{stream,topic,outcome}`: ranged GETs issued for reads. */
+  fetches: Counter<TopicLabels | "outcome">;
+  /** `tierd_fetch_bytes_total{stream,topic}`: bytes those GETs received from the store. */
+  fetchBytes: Counter<TopicLabels>;
   /** `tierd_fetch_duration_seconds`: time of one read fetch from the store. */
   fetchDuration: Histogram;
   /** `tierd_cache_hits_total`: chunk cache hits. */
@@ -66,6 +74,19 @@ export interface TierdMetrics {
   copyLagBytes: Gauge<PartitionLabels>;
   /** `tierd_remote_copy_lag_segments{stream,topic,partition}`: how many such segments. */
   copyLagSegments: Gauge<PartitionLabels>;
+  /**
+   * `tierd_remote_delete_lag_bytes{stream,topic,partition}`: bytes of remote copies tierd has
+   * decided to delete whose objects may still be in the store (Kafka's KIP-958
+   * `RemoteDeleteLagBytes`).
+   */
+  deleteLagBytes: Gauge<PartitionLabels>;
+  /** `tierd_remote_delete_lag_segments{stream,topic,partition}`: how many such segments. */
+  deleteLagSegments: Gauge<PartitionLabels>;
+  /**
+   * `tierd_remote_delete_overdue_seconds{stream,topic,partition}`: how long the oldest of those
+   * deletions has been due (its grace over); 0 when none is.
+   */
+  deleteOverdue: Gauge<PartitionLabels>;
   /**
    * `tierd_dangling_remote_log_segments{stream,topic}`: segments in DANGLING (named
    * `tierd_dangling_remote_log_count` in 0.1.0: a gauge may not end in `_count`).
@@ -154,6 +175,7 @@ export function createTierdMetrics(
   startTimeMs: number = systemClock.now(),
 ): TierdMetrics {
   const part = ["stream", "topic", "partition"] as const;
+  const topic = ["stream", "topic"] as const;
   const m: TierdMetrics = {
     localBytes: registry.gauge("tierd_local_bytes", "Bytes of local segment files.", part),
     remoteBytes: registry.gauge("tierd_remote_bytes", "Bytes of verified remote copies.", part),
@@ -162,14 +184,22 @@ export function createTierdMetrics(
       "End offset of the longest prefix of segments safely in the store (-1: none yet).",
       part,
     ),
-    uploads: registry.counter("tierd_uploads_total", "Segment uploads by outcome.", ["outcome"]),
+    uploads: registry.counter(
+      "tierd_uploads_total",
+      "Segment uploads by topic and outcome.",
+      [...topic, "outcome"],
+    ),
     uploadDuration: registry.histogram(
       "tierd_upload_duration_seconds",
       "Time to copy one segment to the store.",
       [],
       UPLOAD_BUCKETS,
     ),
-    uploadBytes: registry.counter("tierd_upload_bytes_total", "Bytes uploaded to the store."),
+    uploadBytes: registry.counter(
+      "tierd_upload_bytes_total",
+      "Bytes uploaded to the store, by topic.",
+      topic,
+    ),
     uploadStalled: registry.gauge(
       "tierd_upload_stalled",
       "1 while uploads cannot make progress (store outage).",
@@ -180,8 +210,13 @@ export function createTierdMetrics(
     ),
     fetches: registry.counter(
       "tierd_fetches_total",
-      "Ranged GETs issued for reads, by outcome.",
-      ["outcome"],
+      "Ranged GETs issued for reads, by topic and outcome.",
+      [...topic, "outcome"],
+    ),
+    fetchBytes: registry.counter(
+      "tierd_fetch_bytes_total",
+      "Bytes received from the store by the ranged GETs of reads, by topic.",
+      topic,
     ),
     fetchDuration: registry.histogram(
       "tierd_fetch_duration_seconds",
@@ -230,6 +265,22 @@ export function createTierdMetrics(
     copyLagSegments: registry.gauge(
       "tierd_remote_copy_lag_segments",
       "Sealed local segments not yet copied to the store.",
+      part,
+    ),
+    deleteLagBytes: registry.gauge(
+      "tierd_remote_delete_lag_bytes",
+      "Bytes of remote copies tierd has decided to delete whose objects may still be in the " +
+        "store (retention, dangling cleanup, retired generations).",
+      part,
+    ),
+    deleteLagSegments: registry.gauge(
+      "tierd_remote_delete_lag_segments",
+      "Remote segments tierd has decided to delete whose objects may still be in the store.",
+      part,
+    ),
+    deleteOverdue: registry.gauge(
+      "tierd_remote_delete_overdue_seconds",
+      "How long the oldest pending remote deletion has been due (its grace over); 0 when none is.",
       part,
     ),
     danglingSegments: registry.gauge(
@@ -354,6 +405,7 @@ export function createTierdMetrics(
 /** Every `outcome` of `tierd_uploads_total` (the `TierObserver.upload` outcomes). */
 export const UPLOAD_OUTCOMES = ["ok", "adopted", "failed"] as const;
 
+/** Every `outcome` of `tierd_fetches_total`. */
 const FETCH_OUTCOMES: Record<FetchOutcome, true> = {
   ok: true,
   error: true,
@@ -391,14 +443,30 @@ const READ_SOURCES = ["local", "remote", "mixed"] as const;
 
 /** Creates at 0 every series whose label values are known before the first event. */
 function initKnownSeries(m: TierdMetrics): void {
-  for (const outcome of UPLOAD_OUTCOMES) m.uploads.init({ outcome });
-  for (const outcome of Object.keys(FETCH_OUTCOMES)) m.fetches.init({ outcome });
   for (const reason of Object.keys(EVICTION_REASONS)) m.cacheEvictions.init({ reason });
   for (const source of READ_SOURCES) {
     m.readBytes.init({ source });
     for (const outcome of ["ok", "gap", "cancelled"]) m.reads.init({ source, outcome });
   }
   for (const outcome of Object.keys(READ_FAILURES)) m.reads.init({ source: "none", outcome });
+}
+
+/**
+ * Creates at 0 the per-topic upload and fetch series of every topic listed (the tiered
+ * `[[topic]]` entries): each `outcome` of `tierd_uploads_total` and `tierd_fetches_total`, and
+ * the byte counters. So `rate()` sees a topic's first copy or fetch, and an alert on its
+ * failures evaluates to 0, not to nothing.
+ */
+export function initTopicSeries(
+  m: TierdMetrics,
+  topics: readonly { stream: number; topic: number }[],
+): void {
+  for (const { stream, topic } of topics) {
+    for (const outcome of UPLOAD_OUTCOMES) m.uploads.init({ stream, topic, outcome });
+    for (const outcome of Object.keys(FETCH_OUTCOMES)) m.fetches.init({ stream, topic, outcome });
+    m.uploadBytes.init({ stream, topic });
+    m.fetchBytes.init({ stream, topic });
+  }
 }
 
 /** What the per-partition gauges are computed from (see `summarizePartitions`). */
@@ -414,19 +482,30 @@ export interface PartitionGaugeInput {
   danglingBytes: number;
   /** Sealed local segments not yet copied, and their bytes. */
   copyLag: { segments: number; bytes: number };
+  /** Remote deletions pending, and when the oldest was due (ms since the epoch). */
+  deleteLag: { segments: number; bytes: number; oldestDueAt?: number };
 }
 
 /**
  * Sets the per-partition and per-topic gauges from scratch, so a partition that disappeared
  * also disappears from the scrape.
+ *
+ * @param now ms since the epoch, for how long deletions have been overdue
  */
-export function observePartitions(m: TierdMetrics, partitions: readonly PartitionGaugeInput[]) {
+export function observePartitions(
+  m: TierdMetrics,
+  partitions: readonly PartitionGaugeInput[],
+  now: number,
+) {
   const perPartition = [
     m.localBytes,
     m.remoteBytes,
     m.tieredUpToOffset,
     m.copyLagBytes,
     m.copyLagSegments,
+    m.deleteLagBytes,
+    m.deleteLagSegments,
+    m.deleteOverdue,
   ];
   for (const g of perPartition) g.reset();
   m.danglingSegments.reset();
@@ -438,6 +517,10 @@ export function observePartitions(m: TierdMetrics, partitions: readonly Partitio
     m.tieredUpToOffset.set(labels, Number(p.floor));
     m.copyLagBytes.set(labels, p.copyLag.bytes);
     m.copyLagSegments.set(labels, p.copyLag.segments);
+    m.deleteLagBytes.set(labels, p.deleteLag.bytes);
+    m.deleteLagSegments.set(labels, p.deleteLag.segments);
+    const due = p.deleteLag.oldestDueAt;
+    m.deleteOverdue.set(labels, due === undefined ? 0 : Math.max(0, (now - due) / 1000));
     const topic = { stream: p.stream, topic: p.topic };
     m.danglingSegments.inc(topic, p.segments.dangling);
     m.danglingBytes.inc(topic, p.danglingBytes);

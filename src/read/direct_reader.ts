@@ -2,13 +2,22 @@
 // fallback where no chunk cache is configured.
 import { type Clock, systemClock } from "../base/clock.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
-import type { ChunkSource, RangeReader, RangeReadOptions } from "../cache/types.ts";
-import { outcomeOf } from "../metrics/instrument_store.ts";
+import {
+  type ChunkSource,
+  type FetchOutcome,
+  fetchOutcomeOf,
+  type RangeReader,
+  type RangeReadOptions,
+} from "../cache/mod.ts";
+import { countFetch } from "../metrics/observers.ts";
 import type { TierdMetrics } from "../metrics/tierd.ts";
 
 /** Options of {@link DirectRangeReader}. */
 export interface DirectRangeReaderOptions {
-  /** Counts `tierd_fetches_total{outcome}` and observes `tierd_fetch_duration_seconds`. */
+  /**
+   * Counts `tierd_fetches_total{stream,topic,outcome}` and `tierd_fetch_bytes_total`, and
+   * observes `tierd_fetch_duration_seconds`, as the chunk cache does.
+   */
   metrics?: TierdMetrics;
   /** Times fetches. @default systemClock */
   clock?: Clock;
@@ -64,6 +73,11 @@ export class DirectRangeReader implements RangeReader {
     const want = Math.max(0, Math.min(length, src.size - start));
     if (want === 0) return new Uint8Array(0);
     const started = this.#clock.monotonic();
+    const count = (outcome: FetchOutcome, bytes: number) => {
+      if (!this.#metrics) return;
+      const seconds = (this.#clock.monotonic() - started) / 1000;
+      countFetch(this.#metrics, { key: src.key, outcome, bytes, seconds });
+    };
     try {
       const { bytes } = await this.#store.get(src.key, {
         range: { start, length: want },
@@ -76,13 +90,11 @@ export class DirectRangeReader implements RangeReader {
           { op: "get", key: src.key },
         );
       }
-      this.#metrics?.fetches.inc({ outcome: "ok" });
+      count("ok", bytes.length);
       return bytes;
     } catch (err) {
-      this.#metrics?.fetches.inc({ outcome: outcomeOf(err) });
+      count(fetchOutcomeOf(err), 0);
       throw err;
-    } finally {
-      this.#metrics?.fetchDuration.observe(undefined, (this.#clock.monotonic() - started) / 1000);
     }
   }
 }

@@ -2,6 +2,7 @@
 // `GET /v1/partitions`, the status page and the per-partition gauges.
 import type { FormatName } from "../format/types.ts";
 import { discoverPartitions } from "../partition/discover.ts";
+import { type DeleteLag, deleteLag, type DeleteLagInputs } from "../state/delete_lag.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type Catalog, catalogFormat, loadCatalog } from "./catalog.ts";
@@ -42,6 +43,11 @@ export interface PartitionSummary {
    * that has not finished), and their `.log` bytes: the copy backlog (KIP-958's copy lag).
    */
   copyLag: { segments: number; bytes: number };
+  /**
+   * Remote copies tierd has decided to delete whose objects may still be in the store, and
+   * when the oldest deletion was due (KIP-958's delete lag; see `state/delete_lag.ts`).
+   */
+  deleteLag: DeleteLag;
   /** How the partition's local state stands, when the agent knows. */
   health?: PartitionHealth;
   /** Offsets the bucket was found not to hold (HOLE records), with why. */
@@ -68,13 +74,34 @@ export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSu
     }
     const format = await catalogFormat(ctx, catalog, deadlineIn(ctx.fetchTimeoutMs, ctx.clock))
       .catch(() => undefined);
-    out.push({ ...summarize(catalog, format), health: ctx.states.health?.(part) });
+    const housekeeping = ctx.config.tiered_storage.housekeeping;
+    const summary = summarize(catalog, {
+      format,
+      lag: {
+        chosen: ctx.states.chosenDeletions?.(part),
+        orphanGraceMs: housekeeping.orphan_grace,
+        orphanSweepIntervalMs: housekeeping.orphan_sweep_interval,
+      },
+    });
+    out.push({ ...summary, health: ctx.states.health?.(part) });
   }
   return out;
 }
 
+/** What {@link summarize} needs besides the catalog. */
+export interface SummaryOptions {
+  /** The partition's format, when it could be told. */
+  format?: FormatName;
+  /**
+   * For the delete lag: what retention chose and the sweep's timing.
+   * @default nothing chosen, sweeps never due
+   */
+  lag?: Omit<DeleteLagInputs, "localSize">;
+}
+
 /** The summary of one catalog. */
-export function summarize(catalog: Catalog, format?: FormatName): PartitionSummary {
+export function summarize(catalog: Catalog, o: SummaryOptions = {}): PartitionSummary {
+  const format = o.format;
   const s: PartitionSummary = {
     ...catalog.id,
     format,
@@ -86,6 +113,7 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
     remoteBytes: 0,
     danglingBytes: 0,
     copyLag: { segments: 0, bytes: 0 },
+    deleteLag: { segments: 0, bytes: 0 },
     holes: [],
   };
   const localSize = new Map<bigint, number>();
@@ -123,6 +151,12 @@ export function summarize(catalog: Catalog, format?: FormatName): PartitionSumma
         if (generation === state.generation) s.danglingBytes += localSize.get(r.start) ?? 0;
       }
     }
+    s.deleteLag = deleteLag(state, {
+      orphanGraceMs: Infinity,
+      orphanSweepIntervalMs: 0,
+      ...o.lag,
+      localSize: (start) => localSize.get(start),
+    });
   }
   return s;
 }

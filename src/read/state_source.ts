@@ -4,6 +4,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { initHashes } from "../hash.ts";
 import { type PartitionId, partitionRelPath } from "../layout/partition.ts";
+import type { ChosenDeletion } from "../state/delete_lag.ts";
 import { decodeRecords } from "../state/journal.ts";
 import { fold, type PartitionState } from "../state/segment_state.ts";
 
@@ -13,6 +14,12 @@ export interface PartitionStateSource {
   state(id: PartitionId): Promise<PartitionState | undefined>;
   /** How the partition's local state stands (the agent knows; a bare journal reader does not). */
   health?(id: PartitionId): PartitionHealth | undefined;
+  /**
+   * Remote copies total retention chose in the partition's last pass and has not journaled yet
+   * (waiting for `delete_grace` or the delete budget), for the remote-deletion lag. The agent
+   * knows; a bare journal reader does not (its lag counts what the journal says).
+   */
+  chosenDeletions?(id: PartitionId): readonly ChosenDeletion[] | undefined;
   /**
    * Why the partition's state is not known yet — the agent is starting, opening it, rebuilding
    * it from the bucket, or could not and tries again — or undefined when it is known. Reads of

@@ -50,6 +50,7 @@ export function agentView(s: AgentViewSources): AgentView {
         errors: last?.errors ?? [],
         storeUnreachable: last?.storeUnreachable ?? false,
         pending: last?.pending ?? 0,
+        ...(p.uploadFault && { uploadFault: p.uploadFault }),
         // Why its eviction waits (a consumer's offset, a running broker, a broker that kept it).
         blocked: p.evictionBlock ? [p.evictionBlock.text] : [],
       };

@@ -8,6 +8,7 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { TornTailInfo } from "../state/journal.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
+import type { ChosenDeletion } from "../state/delete_lag.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
 import { type BootOutcome, reconcileAtBoot, settleReappeared } from "./boot.ts";
 import { directoryContradicts } from "../partition/journal_fit.ts";
@@ -22,6 +23,7 @@ import { evictPhase } from "./phases/evict.ts";
 import { advanceFloor, detectPurge, recordLosses } from "./phases/floor.ts";
 import { type DeleteBudget, retentionPhase } from "./phases/retention.ts";
 import { type DamagedSegment, SegmentDamage } from "./segment_damage.ts";
+import { type ChainFault, nextUploadFault, type UploadFault } from "./upload_fault.ts";
 
 /** Compact the journal once it grows past this many bytes. */
 const COMPACT_BYTES = 1024 * 1024;
@@ -81,6 +83,9 @@ export class PartitionTier {
   /** When each remote copy was first found deletable (the retention phase's delete_grace). */
   readonly #deletableSince = new Map<string, number>();
   readonly #damage = new SegmentDamage();
+  /** What total retention chose in the last pass and left unjournaled. */
+  #chosenDeletions: readonly ChosenDeletion[] = [];
+  #uploadFault?: UploadFault;
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
 
@@ -176,6 +181,22 @@ export class PartitionTier {
     return this.#lastPass;
   }
 
+  /**
+   * Remote copies total retention chose in the last pass and has not started deleting (they
+   * wait for `delete_grace` or the delete budget): part of the remote-deletion lag.
+   */
+  get chosenDeletions(): readonly ChosenDeletion[] {
+    return this.#chosenDeletions;
+  }
+
+  /**
+   * The store faults keeping this partition's copies from landing, since when and the latest
+   * (see `upload_fault.ts`); undefined while its last pass met none.
+   */
+  get uploadFault(): UploadFault | undefined {
+    return this.#uploadFault;
+  }
+
   /** Why this partition's eviction waits, if it does. */
   get evictionBlock(): EvictionBlock | undefined {
     return this.#gate.block;
@@ -209,6 +230,7 @@ export class PartitionTier {
       }, segments);
       if (settled.kind === "new") {
         this.#deletableSince.clear();
+        this.#chosenDeletions = [];
         this.#reportedGaps.clear();
       }
       segments = await listLocal(ctx, this.dir);
@@ -224,9 +246,24 @@ export class PartitionTier {
       damage: this.#damage,
       storageClass: topic.storage_class,
     };
-    const copied = [await copyPhase(ctx, ledger, copyInput)];
-    const cleanup = await cleanupPhase(ctx, ledger, { segments, format });
-    if (cleanup.cleaned + cleanup.adopted > 0) copied.push(await copyPhase(ctx, ledger, copyInput));
+    // The work that moves the copy chain — copy, cleanup, copy again — and its store faults,
+    // each timed when its phase ended (a failure ends the copy phase; cleanups are short).
+    const faults: ChainFault[] = [];
+    const chain = async <P extends Problems>(phase: Promise<P>): Promise<P> => {
+      const out = await phase;
+      const at = ctx.clock.now();
+      for (const message of out.storeFaults ?? []) faults.push({ at, message });
+      return out;
+    };
+    const copied = [await chain(copyPhase(ctx, ledger, copyInput))];
+    const cleanup = await chain(cleanupPhase(ctx, ledger, { segments, format }));
+    if (cleanup.cleaned + cleanup.adopted > 0) {
+      copied.push(await chain(copyPhase(ctx, ledger, copyInput)));
+    }
+    this.#uploadFault = nextUploadFault(this.#uploadFault, {
+      faults,
+      progressed: sum(copied, (c) => c.copied + c.adopted) + cleanup.adopted > 0,
+    });
     await advanceFloor(ctx, ledger);
     const evict = await evictPhase(ctx, ledger, {
       dir: this.dir,
@@ -246,6 +283,7 @@ export class PartitionTier {
         { remaining: ctx.config.tiered_storage.delete_batch_per_pass },
       deletableSince: this.#deletableSince,
     });
+    this.#chosenDeletions = retention.chosen;
     const phases: Problems[] = [...copied, cleanup, evict, retention];
     const report: PartitionPassReport = {
       partition: this.label,

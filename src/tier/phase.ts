@@ -45,6 +45,8 @@ export interface Problems {
   errors: string[];
   /** A failure was a store fault worth retrying (transport, throttling). */
   storeUnreachable: boolean;
+  /** The entries of `errors` that were such store faults, in the order they happened. */
+  storeFaults?: string[];
 }
 
 /** No problems (yet). */
@@ -54,8 +56,12 @@ export function noProblems(): Problems {
 
 /** Notes a failure: its message in `errors`, and whether the store could not be reached. */
 export function noteFailure(p: Problems, what: string, err: unknown): void {
-  p.errors.push(`${what}: ${(err as Error).message}`);
-  if (isRetryable(err)) p.storeUnreachable = true;
+  const message = `${what}: ${(err as Error).message}`;
+  p.errors.push(message);
+  if (isRetryable(err)) {
+    p.storeUnreachable = true;
+    (p.storeFaults ??= []).push(message);
+  }
 }
 
 /** True once the worker was told to stop. */

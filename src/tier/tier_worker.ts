@@ -15,6 +15,7 @@ import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type DiscoveredPartition, discoverPartitions } from "../partition/discover.ts";
 import type { KeySpaceOwner } from "../layout/key_space.ts";
+import type { ChosenDeletion } from "../state/delete_lag.ts";
 import type { PartitionState } from "../state/segment_state.ts";
 import { JournalStateReader, type PartitionHealth } from "../read/state_source.ts";
 import type { BrokerClient } from "./broker_client.ts";
@@ -212,6 +213,15 @@ export class TierWorker {
     if (opening) return { state: "opening", detail: opening };
     const p = this.partitions.find((a) => a.label === label);
     return p && partitionHealth(p.boot);
+  }
+
+  /**
+   * The remote copies total retention chose in a partition's last pass and has not started
+   * deleting (see `PartitionStateSource.chosenDeletions`).
+   */
+  chosenDeletions(id: PartitionId): readonly ChosenDeletion[] | undefined {
+    const label = partitionLabel(id);
+    return this.partitions.find((a) => a.label === label)?.chosenDeletions;
   }
 
   /**

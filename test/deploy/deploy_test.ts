@@ -83,7 +83,11 @@ Deno.test("the live agent: sd_notify, SIGHUP reload, and a scrape promtool and d
         for (const name of ["tierd_remote_copy_lag_bytes", "process_cpu_seconds_total"]) {
           assert.ok(exported.has(name), `${name} exported`);
         }
-        assert.match(scrape, /^tierd_uploads_total\{outcome="failed"\} 0$/m, "zero-initialised");
+        assert.match(
+          scrape,
+          /^tierd_uploads_total\{stream="1",topic="1",outcome="failed"\} 0$/m,
+          "zero-initialised for each tiered topic",
+        );
         assert.match(
           scrape,
           /^tierd_store_requests_total\{op="put_part",outcome="throttled"\} 0$/m,
@@ -166,7 +170,7 @@ Deno.test("promtool accepts the alert rules and passes their unit tests", async 
   const check = await promtool(bin, ["check", "rules", "tierd-alerts.yml"], { cwd });
   console.error(`promtool check rules: ${check.output.trim()}`);
   assert.equal(check.code, 0, check.output);
-  assert.match(check.output, /SUCCESS: 18 rules found/);
+  assert.match(check.output, /SUCCESS: 25 rules found/);
   const test = await promtool(bin, ["test", "rules", "tierd-alerts_test.yml"], { cwd });
   console.error(`promtool test rules: ${test.output.trim()}`);
   assert.equal(test.code, 0, test.output);

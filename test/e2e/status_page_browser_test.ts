@@ -2,9 +2,10 @@
 // against the real agent on MinIO behind a proxy that can slow every request down. Three states,
 // each checked in the DOM the page built for itself and saved as a PNG:
 //   backlog  — the first pass mid-copy: /readyz already 200, progress N of M, rate and ETA;
-//   healthy  — everything copied: ready, no red anywhere;
-//   store down — MinIO killed with new segments waiting: "Uploads stalled" with the reason,
-//                in red (computed colour), on the banner and the partition's row.
+//   healthy  — everything copied: ready, no red anywhere, the first pass done (no percent);
+//   store down — MinIO killed with new segments waiting: "Uploads stalled" with the reason (the
+//                partition whose copies fail, and their latest fault), in red (computed
+//                colour), on the banner and the partition's row.
 // The page refreshes itself (it fetches its fragment): the checks wait for the DOM to change with
 // no navigation. Screenshots go to $TIERD_SCREENSHOT_DIR (default var/screenshots/ in the
 // repository); their paths are printed. Skipped loudly without MinIO or Chromium (failed in CI).
@@ -192,6 +193,10 @@ if (await minioAvailable("status page in Chromium") && await chromiumAvailable()
             120_000,
           );
           assert.equal(await page.locator("#status .bad").count(), 0, "nothing in red");
+          // A first pass that is done is not "75 %": it says what it copied.
+          const firstPass = await page.locator("#first-pass").innerText();
+          assert.match(firstPass, /copied since start; nothing left to copy\.$/);
+          assert.doesNotMatch(firstPass, /%/);
           assert.match(await page.locator("#last-pass").innerText(), /no errors/);
           assert.match(await page.locator("#cache").innerText(), /Cache: .* hit ratio/);
           assert.match(await page.locator("#housekeeping").innerText(), /Housekeeping: last run/);
@@ -204,8 +209,9 @@ if (await minioAvailable("status page in Chromium") && await chromiumAvailable()
           await append(PARTITIONS[0], 1500); // new sealed segments that cannot be copied now
           await until(
             page,
-            "uploads stalled",
+            "uploads stalled, with the partition whose copies fail",
             `${text("stall")}.includes("Uploads stalled") && ` +
+              `${text("stall")}.includes("its copies failing since") && ` +
               `document.querySelector('[data-problem="stalled"]') !== null`,
             90_000,
           );
@@ -213,6 +219,18 @@ if (await minioAvailable("status page in Chromium") && await chromiumAvailable()
           assert.match(
             banner,
             /Uploads stalled since \S+ \S+ UTC \([^)]+\): store unreachable: .+/,
+          );
+          // The reason is what keeps uploads stalled: the partition whose copies fail, with
+          // their latest fault, not whichever store call failed last.
+          assert.match(
+            banner,
+            /: store unreachable: partition 3\/1\/0: .+ \(its copies failing since \S+ \S+ UTC, \d+ store faults?\)/,
+          );
+          const stalled = (await (await fetch(`${base}/v1/status`)).json()).stalled;
+          assert.equal(stalled.cause.partition, "3/1/0");
+          assert.equal(
+            stalled.reason,
+            `store unreachable: partition 3/1/0: ${stalled.cause.error}`,
           );
           assert.match(banner, /tierd resumes by itself when the store answers/);
           assert.equal(await colorOf(page, "#stall"), RED);

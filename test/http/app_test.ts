@@ -76,6 +76,7 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
       "partition",
       "problems",
       "remote_bytes",
+      "remote_delete_lag",
       "segments",
       "state",
       "state_detail",
@@ -90,6 +91,7 @@ Deno.test("/v1/partitions lists exactly the documented fields", async () => {
     assert.deepEqual(p.problems, []);
     assert.equal(typeof p.copy_lag.segments, "number");
     assert.equal(typeof p.copy_lag.bytes, "string");
+    assert.deepEqual(p.remote_delete_lag, { segments: 0, bytes: "0", oldest_due_at: null });
     const state = (await s.context().states.state(s.ids))!;
     assert.deepEqual([p.stream, p.topic, p.partition], [0, 0, 0]);
     assert.equal(p.format, "iggy-0.9");
@@ -132,7 +134,8 @@ Deno.test("/metrics parses and carries partition gauges and read counters", asyn
       sampleValue(f, "tierd_reads_total", { source: "remote", outcome: "cancelled" }),
       1,
     );
-    assert.ok(sampleValue(f, "tierd_fetches_total", { outcome: "ok" })! >= 1);
+    const topic = { stream: "0", topic: "0" };
+    assert.ok(sampleValue(f, "tierd_fetches_total", { ...topic, outcome: "ok" })! >= 1);
     assert.equal(sampleValue(f, "tierd_remote_objects_missing_total"), 0);
   });
 });

@@ -7,6 +7,7 @@ import {
   type AgentView,
   partitionProblems,
   type PartitionWork,
+  stallCause,
   statusJson,
 } from "../../src/http/status_model.ts";
 import { renderStatusFragment, renderStatusPage } from "../../src/http/status_page.ts";
@@ -25,6 +26,7 @@ function summary(partition: number, o: Partial<PartitionSummary> = {}): Partitio
     remoteBytes: 5000,
     danglingBytes: 0,
     copyLag: { segments: 2, bytes: 2000 },
+    deleteLag: { segments: 0, bytes: 0 },
     health: { state: "ok" },
     holes: [],
     ...o,
@@ -44,11 +46,17 @@ function work(o: Partial<PartitionWork> = {}): PartitionWork {
   };
 }
 
-function agent(works: Record<string, PartitionWork>, stalled = false): AgentView {
+function agent(
+  works: Record<string, PartitionWork>,
+  stalled = false,
+  firstPassDone = false,
+): AgentView {
   return {
     partition: (label) => works[label],
     passes: () => ({
-      firstPass: { done: false, partitionsDone: 1, partitionsTotal: 2 },
+      firstPass: firstPassDone
+        ? { done: true, partitionsDone: 2, partitionsTotal: 2 }
+        : { done: false, partitionsDone: 1, partitionsTotal: 2 },
       last: {
         startedAt: 1_750_000_000_000,
         finishedAt: 1_750_000_002_500,
@@ -159,6 +167,7 @@ Deno.test("the status sums topics, shows first-pass progress, rate and ETA", () 
     stalled: false,
     since: null,
     reason: null,
+    cause: null,
     throttled_requests: 19,
   });
   const html = renderStatusFragment(s);
@@ -266,4 +275,100 @@ Deno.test("/v1/status speaks snake_case throughout, the cache and housekeeping i
   assert.equal(s.housekeeping?.requests_used, 7);
   assert.equal(s.housekeeping?.last_jobs[0].counts.checked, 4);
   assert.equal(s.housekeeping?.last_verify_completed, null);
+});
+
+Deno.test("the stall names the oldest still-failing copies and their latest fault, not the last failure anywhere", () => {
+  const T = 1_750_000_003_000;
+  // 1/2/0 met the store's outage last (its pass's first error: a retention delete's ownership
+  // check); 1/2/1's copies have failed since 20 minutes ago, 12 times, the latest a PUT.
+  const works = {
+    "1/2/0": work({
+      storeUnreachable: true,
+      pending: 1,
+      errors: [
+        "retention delete of segment 3: GET iggy/c/owner.json: connect ECONNREFUSED",
+        "x/00000000000000000500.log: connect ECONNREFUSED",
+      ],
+      uploadFault: {
+        since: T - 60_000,
+        failures: 2,
+        latest: "x/00000000000000000500.log: connect ECONNREFUSED",
+      },
+    }),
+    "1/2/1": work({
+      storeUnreachable: true,
+      pending: 3,
+      errors: ["cleanup of segment 100: GET iggy/c/owner.json: connect ECONNREFUSED"],
+      uploadFault: {
+        since: T - 20 * 60_000,
+        failures: 12,
+        latest: "y/00000000000000000100.log: PUT: 503 SlowDown",
+      },
+    }),
+  };
+  const s = statusJson([summary(0), summary(1)], {
+    ...inputs,
+    ready: true,
+    agent: agent(works, true),
+  });
+  assert.deepEqual(s.stalled?.cause, {
+    partition: "1/2/1",
+    since: T - 20 * 60_000,
+    failures: 12,
+    error: "y/00000000000000000100.log: PUT: 503 SlowDown",
+  });
+  assert.equal(
+    s.stalled?.reason,
+    "store unreachable: partition 1/2/1: y/00000000000000000100.log: PUT: 503 SlowDown",
+  );
+  // Each partition's own problem names what holds its copies back, not its pass's first error.
+  assert.equal(
+    s.partitions[0].problems[0].reason,
+    "store unreachable: x/00000000000000000500.log: connect ECONNREFUSED",
+  );
+  const html = renderStatusFragment(s);
+  assert.match(
+    html,
+    /Uploads stalled since [^<]+<\/b>: store unreachable: partition 1\/2\/1: y\/0+100\.log: PUT: 503 SlowDown \(its copies failing since 2025-\S+ \S+ UTC, 12 store faults\)/,
+  );
+  // The banner stays put whichever order the partitions come in, and on a tie the one with
+  // more failures is named.
+  const flipped = [{ label: "1/2/1", work: works["1/2/1"] }, {
+    label: "1/2/0",
+    work: works["1/2/0"],
+  }];
+  assert.equal(stallCause(flipped)?.partition, "1/2/1");
+  const tie = (label: string, failures: number) => ({
+    label,
+    work: work({ uploadFault: { since: T, failures, latest: `${label} fault` } }),
+  });
+  assert.equal(stallCause([tie("1/2/0", 2), tie("1/2/1", 5)])?.partition, "1/2/1");
+  assert.equal(stallCause([tie("1/2/0", 5), tie("1/2/1", 5)])?.partition, "1/2/0");
+  assert.equal(stallCause([{ label: "1/2/0", work: work() }]), undefined);
+  // Stalled before any copy failed (the first pass still retrying): no cause, the stall alone.
+  const early = statusJson([summary(0)], { ...inputs, ready: true, agent: agent({}, true) });
+  assert.deepEqual([early.stalled?.reason, early.stalled?.cause], ["store unreachable", null]);
+});
+
+Deno.test("a first pass that is done says what it copied and what is left, with no progress bar", () => {
+  // 10 segments copied since start, 4 more sealed since (or failed): not "done ... 71 %".
+  const s = statusJson([summary(0), summary(1)], {
+    ...inputs,
+    ready: true,
+    agent: agent({ "1/2/0": work(), "1/2/1": work() }, false, true),
+  });
+  assert.equal(s.first_pass?.done, true);
+  const html = renderStatusFragment(s);
+  const line = /<p id="first-pass">(.*?)<\/p>/.exec(html)![1];
+  assert.equal(
+    line,
+    "First pass done: 2 of 2 partitions gone through, 10 segments (9.8 KiB) copied since start; " +
+      "4 segments (3.9 KiB) to copy now, in the copy backlog.",
+  );
+  assert.doesNotMatch(line, /%|<progress/);
+  const drained = statusJson(
+    [summary(0, { copyLag: { segments: 0, bytes: 0 } })],
+    { ...inputs, ready: true, agent: agent({ "1/2/0": work() }, false, true) },
+  );
+  assert.match(renderStatusFragment(drained), /copied since start; nothing left to copy\.<\/p>/);
 });

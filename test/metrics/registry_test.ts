@@ -75,9 +75,11 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
     segments: { dangling: 1 },
     danglingBytes: 5,
     copyLag: { segments: 2, bytes: 7 },
+    deleteLag: { segments: 3, bytes: 30, oldestDueAt: 1_750_000_000_000 },
   });
-  observePartitions(m, [part(0, 100), part(1, 200)]);
-  observePartitions(m, [part(1, 300)]); // partition 0 went away
+  const now = 1_750_000_090_000;
+  observePartitions(m, [part(0, 100), part(1, 200)], now);
+  observePartitions(m, [part(1, 300)], now); // partition 0 went away
   const f = parseExposition(r.render());
   for (
     const name of [
@@ -125,6 +127,28 @@ Deno.test("every documented metric is exported, and partition gauges are recompu
     1,
   );
   assert.equal(sampleValue(f, "tierd_upload_duration_seconds_count"), 0);
+  const p1 = { stream: "1", topic: "2", partition: "1" };
+  assert.equal(sampleValue(f, "tierd_remote_delete_lag_segments", p1), 3);
+  assert.equal(sampleValue(f, "tierd_remote_delete_lag_bytes", p1), 30);
+  assert.equal(sampleValue(f, "tierd_remote_delete_overdue_seconds", p1), 90);
+  assert.equal(
+    sampleValue(f, "tierd_remote_delete_lag_segments", { ...p1, partition: "0" }),
+    undefined,
+  );
+  // Nothing pending, or nothing due yet: not overdue.
+  observePartitions(m, [{ ...part(1, 300), deleteLag: { segments: 0, bytes: 0 } }], now);
+  assert.equal(
+    sampleValue(parseExposition(r.render()), "tierd_remote_delete_overdue_seconds", p1),
+    0,
+  );
+  observePartitions(m, [{
+    ...part(1, 300),
+    deleteLag: { segments: 1, bytes: 9, oldestDueAt: now + 60_000 },
+  }], now);
+  assert.equal(
+    sampleValue(parseExposition(r.render()), "tierd_remote_delete_overdue_seconds", p1),
+    0,
+  );
 });
 
 Deno.test("tierd_eviction_blocked has one series per waiting partition, labelled with why", () => {

@@ -1,5 +1,6 @@
 // The agent's side of the status: a partition's work from its last pass report (errors, the
-// store fault flag, pending copies, why its eviction waits), the first pass's progress from the worker, and the store's state from the metrics.
+// store fault flag, pending copies), what keeps its copies failing and why its eviction waits,
+// the first pass's progress from the worker, and the store's state from the metrics.
 import assert from "node:assert/strict";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics } from "../../src/metrics/tierd.ts";
@@ -29,6 +30,7 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
       {
         label: "1/1/0",
         lastPass: report,
+        uploadFault: { since: 1_000, failures: 3, latest: "x.log: connect ECONNREFUSED" },
         evictionBlock: {
           reason: "consumer_offset",
           text: "eviction waits for consumer 1 at offset 5",
@@ -50,6 +52,7 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
     errors: report.errors,
     storeUnreachable: true,
     pending: 4,
+    uploadFault: { since: 1_000, failures: 3, latest: "x.log: connect ECONNREFUSED" },
     blocked: ["eviction waits for consumer 1 at offset 5"],
   });
   assert.equal(view.partition("1/1/1")?.firstPassDone, false);

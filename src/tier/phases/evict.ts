@@ -15,7 +15,9 @@ import { StoreError } from "../../../providers/types.ts";
 import { segmentStem } from "../../layout/partition.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
 import {
+  type CopiedRecord,
   getSegment,
+  hasCopy,
   type PartitionState,
   type SegmentRecord,
   segmentsOf,
@@ -67,7 +69,9 @@ export async function evictPhase(
   input: EvictInput,
 ): Promise<EvictOutcome> {
   const out: EvictOutcome = { ...noProblems(), evicted: 0, pressured: false };
-  out.evicted += await finishHalfDone(ctx, ledger, input);
+  const recorded = await finishHalfDone(ctx, ledger, input);
+  out.evicted += recorded;
+  if (recorded > 0) ctx.observer.evicted?.(recorded);
   const plan = planEvictions(ledger.state, input.segments, input.topic, ctx.clock.now());
   for (const c of plan.changed) {
     // A sealed segment never changes; one that did (truncated behind our back) is not the
@@ -127,7 +131,7 @@ export async function evictPhase(
   }
   // Record only what is actually gone (the broker may keep some for its consumers).
   const after = new Set((await listLocal(ctx, input.dir)).map((s) => s.start));
-  let evicted = 0;
+  const removed: SegmentFiles[] = [];
   for (const seg of ready) {
     if (after.has(seg.start)) continue;
     await unlinkIfPresent(seg.indexPath); // a broker that dropped the .log may leave this
@@ -137,8 +141,9 @@ export async function evictPhase(
       generation: ledger.state.generation,
       at: ctx.clock.now(),
     });
-    evicted++;
+    removed.push(seg);
   }
+  const evicted = removed.length;
   if (evicted === 0) {
     // Answered, yet everything stayed: back off before asking the same again (Iggy answers
     // DeleteSegments with 204 whatever it deleted; 0.9 deletes a little after it answers).
@@ -150,25 +155,48 @@ export async function evictPhase(
     else gate.clear();
   }
   out.evicted += evicted;
-  if (out.evicted > 0) {
-    ctx.observer.evicted?.(out.evicted);
-    ctx.log.info("segments evicted locally", {
-      count: out.evicted,
-      via: input.evictor.via,
-      up_to_offset: ledger.state.floor,
-    });
+  if (evicted > 0) {
+    ctx.observer.evicted?.(evicted);
+    ctx.log.info("segments evicted locally", evictedFields(ledger, removed, input.evictor.via));
   }
   return out;
 }
 
-/** Finishes evictions a crash or the broker left half done: files gone, not yet recorded. */
+/**
+ * What an eviction line says: exactly the segments whose local files this eviction removed,
+ * the bytes that left the disk (their `.log` and `.index`), and the highest offset that left
+ * it — not the floor, which may reach past segments local retention keeps.
+ */
+function evictedFields(
+  ledger: PartitionLedger,
+  removed: readonly SegmentFiles[],
+  via: string,
+): { count: number; bytes: number; from_offset: bigint; up_to_offset: bigint; via: string } {
+  // Each was evicted from a verified copy, so each has its facts; the start bounds them below.
+  const ends = removed.map((s) => {
+    const r = getSegment(ledger.state, ledger.state.generation, s.start);
+    return r && hasCopy(r) ? r.meta.endOffset : s.start;
+  });
+  return {
+    count: removed.length,
+    bytes: removed.reduce((n, s) => n + s.logSize + Math.max(0, s.indexSize), 0),
+    from_offset: removed.reduce((m, s) => (s.start < m ? s.start : m), removed[0].start),
+    up_to_offset: ends.reduce((m, e) => (e > m ? e : m), ends[0]),
+    via,
+  };
+}
+
+/**
+ * Finishes evictions a crash or the broker left half done: files gone, not yet recorded. Said
+ * on a line of its own: these files were gone before this pass, nothing left the disk now.
+ */
 async function finishHalfDone(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   input: EvictInput,
 ): Promise<number> {
   const present = new Set(input.segments.map((s) => s.start));
-  let count = 0;
+  const recorded: CopiedRecord[] = [];
   for (const r of segmentsOf(ledger.state)) {
     if (r.state !== "COPY_SEGMENT_FINISHED" || r.evicted || present.has(r.start)) continue;
     await ledger.writeMarker(r);
@@ -180,9 +208,17 @@ async function finishHalfDone(
       generation: ledger.state.generation,
       at: ctx.clock.now(),
     });
-    count++;
+    recorded.push(r);
   }
-  return count;
+  if (recorded.length > 0) {
+    // The broker's own retention, or a crash between an unlink and its record.
+    ctx.log.info("evictions recorded for segments already gone from the disk", {
+      count: recorded.length,
+      from_offset: recorded[0].start,
+      up_to_offset: recorded.at(-1)!.meta.endOffset,
+    });
+  }
+  return recorded.length;
 }
 
 /** A local segment whose size is not its verified copy's: changed after it was copied. */

@@ -9,6 +9,7 @@ import {
   readConsumerBarrier,
 } from "../../partition/consumer_offsets.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
+import type { ChosenDeletion } from "../../state/delete_lag.ts";
 import {
   type CopiedRecord,
   getSegment,
@@ -35,6 +36,11 @@ export interface DeleteBudget {
 /** What the retention phase did. */
 export interface RetentionOutcome extends Problems {
   remoteDeleted: number;
+  /**
+   * Copies retention wants deleted that this pass left unjournaled (waiting for `delete_grace`,
+   * the pass's budget or `delete_pending_per_partition`): part of the remote-deletion lag.
+   */
+  chosen: ChosenDeletion[];
 }
 
 /** Inputs of the retention phase. */
@@ -63,7 +69,7 @@ export async function retentionPhase(
   ledger: PartitionLedger,
   input: RetentionInput,
 ): Promise<RetentionOutcome> {
-  const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0 };
+  const out: RetentionOutcome = { ...noProblems(), remoteDeleted: 0, chosen: [] };
   const { topic, budget } = input;
   if (retentionIdle(ledger.state, topic)) {
     input.deletableSince.clear();
@@ -80,7 +86,7 @@ export async function retentionPhase(
   }
   const cfg = ctx.config.tiered_storage;
   const generation = ledger.state.generation;
-  const { resume, chosen: choices } = planRetention({
+  const plan = planRetention({
     state: ledger.state,
     segments: input.segments,
     topic,
@@ -90,16 +96,22 @@ export async function retentionPhase(
     pendingPerPartition: cfg.delete_pending_per_partition,
     nowMs: ctx.clock.now(),
   });
-  const chosen = choices.map((c) => c.segment);
-  // A copy goes once it has been deletable for delete_grace; the others wait their turn.
+  const { resume } = plan;
+  const chosen = plan.chosen.map((c) => c.segment);
+  // Everything retention wants gone now (the lag reports it all); this pass takes a prefix.
+  const deletable = plan.deletable.map((c) => c.segment);
+  // A copy goes once it has been deletable for delete_grace; the others wait their turn. Every
+  // deletable copy's grace runs, including those past this pass's limit: the grace is about
+  // how long it has been deletable, not about when the budget reached it.
   const now = ctx.clock.now();
   const since = new Map<string, number>();
-  const due = chosen.filter((c) => {
+  for (const c of deletable) {
     const key = `${generation}:${c.start}`;
-    const first = input.deletableSince.get(key) ?? now;
-    since.set(key, first);
-    return now - first >= cfg.delete_grace;
-  });
+    since.set(key, input.deletableSince.get(key) ?? now);
+  }
+  const due = chosen.filter((c) =>
+    now - since.get(`${generation}:${c.start}`)! >= cfg.delete_grace
+  );
   input.deletableSince.clear();
   for (const [key, first] of since) input.deletableSince.set(key, first);
   if (due.length < chosen.length) {
@@ -123,6 +135,11 @@ export async function retentionPhase(
       });
       break;
     }
+  }
+  for (const c of deletable) {
+    if (getSegment(ledger.state, generation, c.start)?.state !== "COPY_SEGMENT_FINISHED") continue;
+    const dueAt = since.get(`${generation}:${c.start}`)! + cfg.delete_grace;
+    out.chosen.push({ generation, start: c.start, size: c.size, dueAt });
   }
   if (out.remoteDeleted > 0) {
     ctx.observer.remoteDeleted?.(out.remoteDeleted);
@@ -202,6 +219,11 @@ export interface RetentionPlan {
   resume: RecordWithCopy[];
   /** New deletions, oldest first, each once it has stayed deletable for `delete_grace`. */
   chosen: RetentionChoice[];
+  /**
+   * Every copy retention wants gone now, oldest first, of which `chosen` is the prefix this pass
+   * may take (the budget and `delete_pending_per_partition`): the remote-deletion lag counts them.
+   */
+  deletable: RetentionChoice[];
 }
 
 /**
@@ -221,7 +243,7 @@ export function planRetention(input: RetentionPlanInput): RetentionPlan {
     input.segments.reduce((n, s) => n + s.logSize, 0);
   const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
   const limit = Math.max(0, Math.min(input.budget, input.pendingPerPartition - started.length));
-  const chosen = explainRetentionDeletes(
+  const deletable = explainRetentionDeletes(
     remote.map((r) => ({
       start: r.start,
       endOffset: r.meta.endOffset,
@@ -233,7 +255,8 @@ export function planRetention(input: RetentionPlanInput): RetentionPlan {
     { expiryMs: topic.message_expiry, maxBytes: share },
     input.nowMs,
     (end) => deletableUnder(barrier, end),
-    limit,
+    Infinity,
   );
-  return { resume, chosen };
+  // The choice is a prefix whatever the limit, so this pass's share is the first `limit`.
+  return { resume, chosen: deletable.slice(0, limit), deletable };
 }

@@ -188,6 +188,54 @@ Deno.test("evict: only what the directory shows gone is recorded evicted", async
   }
 });
 
+Deno.test("evict: the log line counts exactly what left the disk, up to the highest offset that left it", async () => {
+  const r = await phaseRig({ messages: 1200 });
+  try {
+    await copyAll(r);
+    const segments = await r.local();
+    assert.ok(segments.length >= 6, `${segments.length} segments`);
+    assert.equal(r.ledger.state.floor, r.segments.at(-2)!.endOffset, "the floor covers them all");
+    // The first one's files are gone already (the broker's own retention): recorded, not removed.
+    await rm(segments[0].logPath);
+    await rm(segments[0].indexPath);
+    // Local retention wants the next three gone; the broker keeps the third of them.
+    const evictor = fakeEvictor(r, { removes: (segs) => segs.slice(0, 2) });
+    const out = await evictPhase(r.ctx, r.ledger, {
+      dir: r.dir,
+      segments: await r.local(),
+      format: r.format,
+      topic: { ...r.topic, local_retention_size: keepAllBut(r, 4) },
+      evictor,
+    });
+    assert.deepEqual(out.errors, []);
+    assert.deepEqual(evictor.calls.map((c) => c.starts), [
+      segments.slice(1, 4).map((s) => s.start),
+    ]);
+    assert.equal(out.evicted, 3, "recorded: the one already gone and the two removed");
+    const removed = segments.slice(1, 3);
+    const [line] = r.logged("segments evicted locally");
+    assert.deepEqual(
+      { count: line.count, bytes: line.bytes, from: line.from_offset, upTo: line.up_to_offset },
+      {
+        count: 2,
+        bytes: removed.reduce((n, s) => n + s.logSize + s.indexSize, 0),
+        from: String(removed[0].start),
+        upTo: String(r.segments[2].endOffset),
+      },
+    );
+    assert.notEqual(line.up_to_offset, String(r.ledger.state.floor), "not the floor");
+    const [gone] = r.logged("evictions recorded for segments already gone from the disk");
+    assert.deepEqual([gone.count, gone.from_offset, gone.up_to_offset], [
+      1,
+      String(segments[0].start),
+      String(r.segments[0].endOffset),
+    ]);
+    assert.equal(r.observer.evictedCount, 3);
+  } finally {
+    await r.cleanup();
+  }
+});
+
 Deno.test("evict: a local segment whose bytes changed after its copy is refused and never handed to the evictor", async () => {
   const r = await phaseRig();
   try {

@@ -245,3 +245,35 @@ Deno.test("retention: a copy is deleted only once it has been deletable for dele
     await r.cleanup();
   }
 });
+
+Deno.test("retention: copies left waiting (grace, budget) are reported chosen, due when their grace ends, which runs while the budget is spent", async () => {
+  const { r, sealed } = await copiedRig();
+  try {
+    r.config.tiered_storage.delete_grace = 60_000;
+    const since = new Map<string, number>();
+    const pass = async (budget: number) =>
+      await retentionPhase(r.ctx, r.ledger, {
+        ...(await expired(r, budget)),
+        deletableSince: since,
+      });
+    const t0 = r.clock.now();
+    const waiting = sealed.map((s) => [s.startOffset, s.size, t0 + 60_000]);
+    const first = await pass(300);
+    assert.equal(first.remoteDeleted, 0, "within delete_grace");
+    assert.deepEqual(first.chosen.map((c) => [c.start, c.size, c.dueAt]), waiting);
+    // Other partitions spend the whole budget: nothing goes, the grace keeps running.
+    r.clock.advance(60_000);
+    const starved = await pass(0);
+    assert.equal(starved.remoteDeleted, 0);
+    assert.deepEqual(starved.chosen.map((c) => [c.start, c.size, c.dueAt]), waiting);
+    // Budget for one segment: it goes at once (deletable for its grace); the rest stay chosen.
+    const one = await pass(2);
+    assert.equal(one.remoteDeleted, 1);
+    assert.deepEqual(one.chosen.map((c) => c.start), sealed.slice(1).map((s) => s.startOffset));
+    const all = await pass(300);
+    assert.equal(all.remoteDeleted, sealed.length - 1);
+    assert.deepEqual(all.chosen, []);
+  } finally {
+    await r.cleanup();
+  }
+});
