@@ -11,12 +11,14 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BUILDER_IMAGE} AS builder
 WORKDIR /src
 COPY package.json deno.json deno.lock ./
-# The locked runtime dependencies first: a source change rebuilds only the compile layer.
+# The locked npm packages first: a source change rebuilds only the compile layer. (With a
+# lockfile, --prod still installs every package deno.lock lists, test tools included; they stay
+# in this stage.)
 RUN npx -y deno@2 install --prod --frozen-lockfile
 COPY main.ts ./
 COPY src ./src
 COPY providers ./providers
-# The flags of scripts/compile.ts (which also installs the dev dependencies, not needed here).
+# The flags of scripts/compile.ts.
 RUN npx -y bun@1 build --compile --minify --outfile /out/tierd main.ts \
   && /out/tierd --version
 

@@ -8,15 +8,18 @@ const root = dirname(dirname(fromFileUrl(import.meta.url)));
 const out = process.argv[2] ?? "dist/tierd";
 
 /** Runs a command in the repo root, streaming its output; exits on failure. */
-function run(cmd: string, args: string[]): void {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
+function run(cmd: string, args: string[], env: Record<string, string> = {}): void {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env: { ...process.env, ...env } });
   if (r.status !== 0) {
     console.error(`compile: ${cmd} ${args.join(" ")} failed (exit ${r.status})`);
     process.exit(r.status ?? 1);
   }
 }
 
-// node_modules must exist for Bun to resolve the npm dependencies Deno manages.
-run(process.execPath, ["install"]);
+// Bun resolves the npm packages through node_modules: the ones main.ts imports, at the versions
+// deno.lock pins, as `deno task tierd` installs them (deno.json) — not the test tools.
+run(process.execPath, ["install", "--entrypoint", "main.ts"], {
+  DENO_UNSTABLE_NPM_LAZY_CACHING: "1",
+});
 run("npx", ["-y", "bun@1", "build", "--compile", "--minify", "--outfile", out, "main.ts"]);
 console.error(`compile: built ${out}`);
