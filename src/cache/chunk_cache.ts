@@ -5,6 +5,7 @@
 // their own files: geometry (chunks.ts), storage (chunk_store.ts), eviction order and accounting
 // (policy.ts), cold readers (heads.ts), readahead (readahead.ts), stats (stats.ts), fetch slots
 // and bandwidth (fetch_gate.ts, token_bucket.ts).
+import { LandedChunks } from "./landed.ts";
 import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
@@ -99,6 +100,12 @@ export interface ChunkCacheOptions {
   diskTotalBytes?: number;
   /** Bytes per checksummed block of a chunk file. @default 64 KiB */
   blockSize?: number;
+  /**
+   * Bytes of the chunks that landed last kept in memory for the reads that follow (a
+   * sequential reader's next MiBs, readahead's chunks): those reads skip reading the file back.
+   * 0 turns it off. @default 64 MiB
+   */
+  landedBytes?: number;
   /** Time for trims, timeouts, the bandwidth limit and the persist timer. @default systemClock */
   clock?: Clock;
   /** Observer of hits, misses, evictions, fetches and usage (for metrics). */
@@ -128,6 +135,9 @@ export function chunkCacheOptions(ts: TieredStorageConfig): ChunkCacheOptions {
   };
 }
 
+/** How long a landed chunk nobody read keeps its place in memory against a newer one. */
+const LANDED_MAX_AGE_MS = 30_000;
+
 /** A chunk of one object: its index, range and content address. */
 interface ChunkRef {
   src: ChunkSource;
@@ -153,6 +163,11 @@ interface Flight {
   fetched?: boolean;
   /** Its bytes failed a record checksum (`invalidate`) after they came: never cached. */
   spoiled?: boolean;
+  /**
+   * The furthest data byte (within the object) a read of this flight asked for: a chunk its
+   * readers took to its end is not kept in memory when it lands (they are done with it).
+   */
+  readTo?: number;
   /** The whole fetch: settles once the chunk is written (or the disk failed). */
   done: Promise<unknown>;
 }
@@ -220,6 +235,7 @@ export class ChunkCache implements RangeReader {
   readonly #flights = new Map<string, Flight>();
   readonly #firstFetches = new Set<Promise<unknown>>();
   readonly #unlinks = new Map<string, Promise<void>>();
+  readonly #landed: LandedChunks;
   readonly #closing = new AbortController();
   #persisting: Promise<void> = Promise.resolve();
   #cancelPersistTimer?: () => void;
@@ -251,6 +267,11 @@ export class ChunkCache implements RangeReader {
     this.#chunkAttempts = options.chunkFetchAttempts ?? 3;
     this.#persistInterval = options.persistInterval ?? 60_000;
     this.#tablePath = join(options.path, TABLE_FILE);
+    this.#landed = new LandedChunks(
+      options.landedBytes ?? 64 * MiB,
+      LANDED_MAX_AGE_MS,
+      () => this.#clock.monotonic(),
+    );
   }
 
   /**
@@ -389,6 +410,7 @@ export class ChunkCache implements RangeReader {
     const spoiled: Promise<unknown>[] = [];
     for (let k = span.first; k < span.end; k++) {
       const chunk = this.#chunkRef(src, bounds, k);
+      this.#landed.drop(chunk.name);
       const flight = this.#flights.get(chunk.name);
       if (flight) flight.preview = undefined;
       if (flight?.fetched) {
@@ -472,6 +494,7 @@ export class ChunkCache implements RangeReader {
     this.#cancelPersistTimer?.();
     this.#closing.abort(new DOMException("chunk cache closed", "AbortError"));
     await this.idle();
+    this.#landed.clear();
     await this.#chunks.closeFiles();
     await this.persist();
   }
@@ -554,6 +577,12 @@ export class ChunkCache implements RangeReader {
   ): Promise<Uint8Array> {
     const { name } = chunk;
     if (this.#policy.peek(name)) {
+      const held = this.#landed.take(name, from - chunk.start, to - chunk.start);
+      if (held) {
+        if (this.#policy.touch(name, heat)) this.#dirty = true;
+        this.#stats.hit(held.length);
+        return held;
+      }
       try {
         const bytes = await this.#chunks.read(name, chunk, from - chunk.start, to - chunk.start);
         if (bytes) {
@@ -576,10 +605,12 @@ export class ChunkCache implements RangeReader {
     signal.throwIfAborted();
     const inFlight = this.#flights.get(name);
     if (inFlight) {
+      inFlight.readTo = Math.max(inFlight.readTo ?? 0, to);
       this.#join(inFlight, heat);
       return await this.#awaitFlight(inFlight, from, to, signal);
     }
     const flight = this.#newFlight(chunk, heat, true);
+    flight.readTo = to;
     const first = this.#firstFetch
       ? firstFetchRange({ start: from, end: to }, chunk, this.#firstFetch)
       : undefined;
@@ -732,6 +763,8 @@ export class ChunkCache implements RangeReader {
         } else {
           this.#policy.commit(reservation, chunk.name, flight.tier);
           this.#dirty = true;
+          // Kept for the reads still to come: readahead's, or a reader part-way through it.
+          if ((flight.readTo ?? 0) < chunk.end) this.#landed.put(chunk.name, bytes);
         }
       } catch (err) {
         // The bytes are good even if the disk is not: answer the waiting reads, cache nothing.
@@ -834,6 +867,7 @@ export class ChunkCache implements RangeReader {
   /** Counts evicted chunks and deletes their files (one deletion per name at a time). */
   #evict(victims: readonly Victim[]): void {
     for (const victim of victims) {
+      this.#landed.drop(victim.name);
       this.#stats.eviction(victim.reason, victim.bytes);
       this.#dirty = true;
       const before = this.#unlinks.get(victim.name) ?? Promise.resolve();
