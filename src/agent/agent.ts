@@ -25,7 +25,7 @@ import { collectGarbage, ResidentGuard } from "../runtime/memory.ts";
 import { CopyProgress } from "../runtime/progress.ts";
 import { reloadConfig } from "../runtime/reload.ts";
 import { systemdNotifier } from "../runtime/systemd.ts";
-import { TierWorker } from "../tier/tier_worker.ts";
+import { passAnswer, TierWorker } from "../tier/tier_worker.ts";
 import type { AgentContext } from "./context.ts";
 import { brokerCa, listenerTls, readGuardFor, serverUrl } from "./listeners.ts";
 import { PartitionWatch } from "./partition_watch.ts";
@@ -142,7 +142,7 @@ export async function runAgent(
     ready: () => ready,
     apiToken: config.agent.api_token,
     readGuard: readAuth.guard,
-    admin: { pass: () => worker.pass(), compact: () => worker.compact() },
+    admin: { pass: async () => passAnswer(await worker.pass()), compact: () => worker.compact() },
     storeDescription: opened.describe,
     agent: agentView({
       worker,

@@ -17,6 +17,7 @@ import { Registry } from "../metrics/registry.ts";
 import { createTierdMetrics, initTopicSeries } from "../metrics/tierd.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
+import { describeProblem } from "../tier/problem.ts";
 import { TierWorker } from "../tier/tier_worker.ts";
 import { lockStateDir } from "../runtime/state_lock.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
@@ -203,7 +204,7 @@ async function runOnce(
     }
     // One housekeeping run too (manifests, verify, sweeps), whatever the agent's load.
     const housekeeping = await worker.housekeep({ force: true }) ?? [];
-    report.errors.push(...housekeeping.flatMap((j) => j.errors));
+    const problems = [...report.problems, ...housekeeping.flatMap((j) => j.problems)];
     ctx.logger.info("pass finished", {
       partitions: report.partitions.length,
       copied: report.copied,
@@ -215,10 +216,12 @@ async function runOnce(
       remote_deleted: report.remoteDeleted,
       pending: report.pending,
     });
-    if (report.errors.length > 0) {
+    if (problems.length > 0) {
       console.error(
         ctx.scrub(
-          `tierd: pass incomplete: ${report.errors.length} error(s); first: ${report.errors[0]}`,
+          `tierd: pass incomplete: ${problems.length} error(s); first: ${
+            describeProblem(problems[0])
+          }`,
         ),
       );
       return 1;

@@ -5,6 +5,7 @@
 // side comes in through {@link AgentView}, which `runtime/agent_view.ts` implements.
 import { incarnationHex } from "../layout/partition.ts";
 import type { PartitionSummary } from "../read/partitions.ts";
+import { describeProblem, type Problem as PassProblem } from "../tier/problem.ts";
 
 /** What the running agent knows about one partition's work. */
 export interface PartitionWork {
@@ -14,8 +15,8 @@ export interface PartitionWork {
   copied: { segments: number; bytes: number };
   /** Copy rate over the last minute. */
   bytesPerSecond: number;
-  /** Errors of its last pass. */
-  errors: readonly string[];
+  /** The problems of its last pass. */
+  problems: readonly PassProblem[];
   /** Its last pass met store faults worth retrying (transport, throttling). */
   storeUnreachable: boolean;
   /** Copies still to do after its last pass. */
@@ -24,7 +25,7 @@ export interface PartitionWork {
    * Its copies failing on store faults: since when (ms since the epoch, the first failure of
    * the run), how many faults, the latest; absent while its last pass met none.
    */
-  uploadFault?: { since: number; failures: number; latest: string };
+  uploadFault?: { since: number; failures: number; latest: PassProblem };
   /** Why its eviction or copy is held back (a consumer's offset, …), one sentence each. */
   blocked: readonly string[];
 }
@@ -41,7 +42,7 @@ export interface PassesView {
   last?: {
     startedAt: number;
     finishedAt: number;
-    errors: readonly string[];
+    problems: readonly PassProblem[];
     copied: number;
     failed: number;
     evicted: number;
@@ -77,7 +78,7 @@ export interface HousekeepingView {
     job: string;
     complete: boolean;
     counts: Readonly<Record<string, number>>;
-    errors: readonly string[];
+    problems: readonly PassProblem[];
   }[];
   requestsUsed: number;
   verifyInProgress: boolean;
@@ -256,6 +257,12 @@ const MAX_ERRORS = 3;
 /** Words that mark an error as damage to a segment or a copy rather than a passing fault. */
 const DAMAGE = /corrupt|checksum|damaged|mismatch|differs|changed|invalid|truncated|format/i;
 
+/** Kinds of pass problem that are damage whatever their words. */
+const DAMAGE_KINDS: ReadonlySet<PassProblem["kind"]> = new Set([
+  "segment_damaged",
+  "segment_changed",
+]);
+
 function etaSeconds(bytes: number, rate: number | null): number | null {
   if (bytes <= 0) return 0;
   if (rate === null || !(rate > 0)) return null;
@@ -290,23 +297,25 @@ export function partitionProblems(p: PartitionSummary, work?: PartitionWork): Pr
   }
   if (work?.storeUnreachable && (work.pending > 0 || p.copyLag.segments > 0)) {
     // What holds its copies back, when that is a store fault; else its pass's first error.
-    const cause = work.uploadFault?.latest ?? work.errors[0];
+    const cause = work.uploadFault?.latest ?? work.problems[0];
     out.push({
       kind: "stalled",
       severity: "bad",
-      reason: `store unreachable${cause ? `: ${cause}` : ""}`,
+      reason: `store unreachable${cause ? `: ${describeProblem(cause)}` : ""}`,
     });
   }
   for (const b of work?.blocked ?? []) out.push({ kind: "blocked", severity: "bad", reason: b });
   if (work && !work.storeUnreachable) {
-    for (const e of work.errors.slice(0, MAX_ERRORS)) {
-      out.push({ kind: DAMAGE.test(e) ? "damaged" : "error", severity: "bad", reason: e });
+    for (const e of work.problems.slice(0, MAX_ERRORS)) {
+      const reason = describeProblem(e);
+      const damaged = DAMAGE_KINDS.has(e.kind) || DAMAGE.test(reason);
+      out.push({ kind: damaged ? "damaged" : "error", severity: "bad", reason });
     }
-    if (work.errors.length > MAX_ERRORS) {
+    if (work.problems.length > MAX_ERRORS) {
       out.push({
         kind: "error",
         severity: "bad",
-        reason: `and ${work.errors.length - MAX_ERRORS} more error(s) in the last pass`,
+        reason: `and ${work.problems.length - MAX_ERRORS} more error(s) in the last pass`,
       });
     }
   }
@@ -322,7 +331,7 @@ export interface StallCause {
   partition: string;
   since: number;
   failures: number;
-  latest: string;
+  latest: PassProblem;
 }
 
 /**
@@ -463,7 +472,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
     // Without a partition whose copies failed yet (the first pass still retrying, the store
     // down at start), a partition's stalled problem or the stall alone.
     const reason = cause
-      ? `store unreachable: partition ${cause.partition}: ${cause.latest}`
+      ? `store unreachable: partition ${cause.partition}: ${describeProblem(cause.latest)}`
       : partitions.flatMap((p) => p.problems).find((q) => q.kind === "stalled")?.reason ??
         "store unreachable";
     stalled = {
@@ -475,7 +484,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
           partition: cause.partition,
           since: cause.since,
           failures: cause.failures,
-          error: cause.latest,
+          error: describeProblem(cause.latest),
         }
         : null,
       throttled_requests: store.throttledRequests,
@@ -509,7 +518,7 @@ export function statusJson(summaries: readonly PartitionSummary[], i: StatusInpu
         copied: last.copied,
         failed: last.failed,
         evicted: last.evicted,
-        errors: [...last.errors],
+        errors: last.problems.map(describeProblem),
       };
     }
     const c = agent.cache();
@@ -558,7 +567,7 @@ function housekeepingJson(h: HousekeepingView | undefined): StatusJson["housekee
       job: j.job,
       complete: j.complete,
       counts: { ...j.counts },
-      errors: [...j.errors],
+      errors: j.problems.map(describeProblem),
     })),
     requests_used: h.requestsUsed,
     verify_in_progress: h.verifyInProgress,

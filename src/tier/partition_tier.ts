@@ -16,7 +16,8 @@ import { damageOf, type LocalDamage } from "./damage.ts";
 import { type EvictionBlock, EvictionGate } from "./eviction_gate.ts";
 import type { Evictor } from "./evictor.ts";
 import { type KeySpace, PartitionLedger, setJournalAside } from "./partition_ledger.ts";
-import { listLocal, type PhaseContext, type Problems } from "./phase.ts";
+import { listLocal, type PhaseContext } from "./phase.ts";
+import { type Problems, uniqueProblems } from "./problem.ts";
 import { cleanupPhase } from "./phases/cleanup.ts";
 import { type ChainGap, type CopyOutcome, copyPhase } from "./phases/copy.ts";
 import { evictPhase } from "./phases/evict.ts";
@@ -31,6 +32,11 @@ const COMPACT_BYTES = 1024 * 1024;
 /** What one pass over a partition did. */
 export interface PartitionPassReport extends Problems {
   partition: string;
+  /**
+   * Its work met store faults worth retrying (the problems' `storeFault`); false for a pass that
+   * failed as a whole, which is reported, not counted as the store's.
+   */
+  storeUnreachable: boolean;
   copied: number;
   adopted: number;
   failed: number;
@@ -252,7 +258,7 @@ export class PartitionTier {
     const chain = async <P extends Problems>(phase: Promise<P>): Promise<P> => {
       const out = await phase;
       const at = ctx.clock.now();
-      for (const message of out.storeFaults ?? []) faults.push({ at, message });
+      for (const problem of out.problems) if (problem.storeFault) faults.push({ at, problem });
       return out;
     };
     const copied = [await chain(copyPhase(ctx, ledger, copyInput))];
@@ -300,8 +306,8 @@ export class PartitionTier {
       gaps: uniqueGaps(copied.flatMap((c) => c.gaps)),
       ...(this.#gate.block ? { evictionBlocked: this.#gate.block } : {}),
       damaged: this.#damage.list(),
-      errors: [...new Set(phases.flatMap((p) => p.errors))],
-      storeUnreachable: phases.some((p) => p.storeUnreachable),
+      problems: uniqueProblems(phases.flatMap((p) => p.problems)),
+      storeUnreachable: phases.some((p) => p.problems.some((q) => q.storeFault)),
     };
     ctx.observer.segmentsDamaged?.(this.id, report.damaged.length);
     if (ledger.journalSize > COMPACT_BYTES) await this.compact();
@@ -357,7 +363,7 @@ export function emptyPassReport(partition: string, floor: bigint): PartitionPass
     floor,
     gaps: [],
     damaged: [],
-    errors: [],
+    problems: [],
     storeUnreachable: false,
   };
 }

@@ -1,10 +1,10 @@
-// What every phase of a partition's pass is given, and the shape of what it hands back: each
-// phase takes its inputs explicitly and returns its own outcome, so it can be tested alone.
+// What every phase of a partition's pass is given: each phase takes its inputs explicitly and
+// returns its own outcome (with its `problems`, see problem.ts), so it can be tested alone.
 import type { Clock } from "../base/clock.ts";
 import type { ListingProgress } from "../../providers/listing.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
 import type { RetryingStore } from "../../providers/retrying_store.ts";
-import { isRetryable, type ObjectStore } from "../../providers/types.ts";
+import type { ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../config/schema.ts";
 import type { KeySpaceOwner } from "../layout/key_space.ts";
 import type { Logger } from "../log.ts";
@@ -38,30 +38,6 @@ export interface PhaseContext {
   storeDescription?: string;
   /** Told each page of the bucket's listing while a partition's state is rebuilt from it. */
   rebuildProgress?: (progress: ListingProgress) => void;
-}
-
-/** What went wrong in a phase, for the pass report. */
-export interface Problems {
-  errors: string[];
-  /** A failure was a store fault worth retrying (transport, throttling). */
-  storeUnreachable: boolean;
-  /** The entries of `errors` that were such store faults, in the order they happened. */
-  storeFaults?: string[];
-}
-
-/** No problems (yet). */
-export function noProblems(): Problems {
-  return { errors: [], storeUnreachable: false };
-}
-
-/** Notes a failure: its message in `errors`, and whether the store could not be reached. */
-export function noteFailure(p: Problems, what: string, err: unknown): void {
-  const message = `${what}: ${(err as Error).message}`;
-  p.errors.push(message);
-  if (isRetryable(err)) {
-    p.storeUnreachable = true;
-    (p.storeFaults ??= []).push(message);
-  }
 }
 
 /** True once the worker was told to stop. */

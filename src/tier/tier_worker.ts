@@ -8,7 +8,7 @@ import type { RequestMeter } from "../../providers/request_meter.ts";
 import { PartBufferPool } from "../../providers/part_pool.ts";
 import { Deadline } from "../../providers/retry.ts";
 import { RetryingStore } from "../../providers/retrying_store.ts";
-import { isRetryable, type ObjectStore } from "../../providers/types.ts";
+import type { ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
@@ -27,6 +27,7 @@ import { partitionHealth } from "./partition_health.ts";
 import type { TierObserver } from "./observer.ts";
 import { emptyPassReport, type PartitionPassReport, PartitionTier } from "./partition_tier.ts";
 import type { PhaseContext } from "./phase.ts";
+import { describeProblem, type Problem, problemOf } from "./problem.ts";
 import { TokenBucket } from "../cache/token_bucket.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
@@ -43,9 +44,17 @@ export interface PassReport {
   evicted: number;
   remoteDeleted: number;
   pending: number;
-  errors: string[];
+  /** The partitions' problems, in their order. */
+  problems: Problem[];
   /** Store faults kept work from finishing (uploads are stalled). */
   storeUnreachable: boolean;
+}
+
+/** A pass's report as `POST /v1/admin/pass` answers it: each problem also in words. */
+export interface PassAnswer extends PassReport {
+  partitions: (PartitionPassReport & { errors: string[] })[];
+  /** The problems as the logs and the status page word them. */
+  errors: string[];
 }
 
 /** The last finished pass: its report and when it ran (ms since the epoch). */
@@ -339,7 +348,7 @@ export class TierWorker {
           this.#logger.error("partition pass failed", { partition: p.label, err });
           reports.push({
             ...emptyPassReport(p.label, p.state.floor),
-            errors: [`partition ${p.label}: ${(err as Error).message}`],
+            problems: [problemOf({ kind: "partition", what: `partition ${p.label}` }, err)],
           });
         }
       }
@@ -432,10 +441,11 @@ export class TierWorker {
           this.#failedOpen.set(label, (err as Error).message);
           this.#opening.delete(label);
           log.error("cannot open the partition's state; tried again next pass", { err });
+          const problem = problemOf({ kind: "partition_open", what: `partition ${label}` }, err);
           failed.push({
             ...emptyPassReport(label, -1n),
-            errors: [`partition ${label}: cannot open its state: ${(err as Error).message}`],
-            storeUnreachable: isRetryable(err),
+            problems: [problem],
+            storeUnreachable: problem.storeFault,
             pending: 1,
           });
           continue;
@@ -473,7 +483,20 @@ function summarize(reports: PartitionPassReport[]): PassReport {
     evicted: sum((r) => r.evicted),
     remoteDeleted: sum((r) => r.remoteDeleted),
     pending: sum((r) => r.pending),
-    errors: reports.flatMap((r) => r.errors),
+    problems: reports.flatMap((r) => r.problems),
     storeUnreachable: reports.some((r) => r.storeUnreachable),
+  };
+}
+
+/**
+ * The answer of `POST /v1/admin/pass`: the report, its problems typed (`problems`) and, as it has
+ * always said them, in words (`errors`), for the pass and for each partition.
+ */
+export function passAnswer(report: PassReport): PassAnswer {
+  const words = (r: { problems: readonly Problem[] }) => r.problems.map(describeProblem);
+  return {
+    ...report,
+    partitions: report.partitions.map((p) => ({ ...p, errors: words(p) })),
+    errors: words(report),
   };
 }

@@ -3,6 +3,7 @@
 // copy that must come before the copy is tried again — since when that work has been failing,
 // and its latest failure. Faults of other work (eviction, retention, housekeeping) do not keep
 // uploads from flowing and do not count.
+import type { Problem } from "./problem.ts";
 
 /** A partition's copy chain failing on store faults. */
 export interface UploadFault {
@@ -10,14 +11,14 @@ export interface UploadFault {
   since: number;
   /** Store faults met by the chain's work since then. */
   failures: number;
-  /** The latest of them, as the pass noted it (`{what}: {message}`). */
-  latest: string;
+  /** The latest of them, as the pass noted it. */
+  latest: Problem;
 }
 
 /** One store fault of the chain's work: when (ms since the epoch) and what the pass noted. */
 export interface ChainFault {
   at: number;
-  message: string;
+  problem: Problem;
 }
 
 /** What one pass did to a partition's copy chain. */
@@ -43,6 +44,6 @@ export function nextUploadFault(
   return {
     since: carried?.since ?? first.at,
     failures: (carried?.failures ?? 0) + pass.faults.length,
-    latest: pass.faults.at(-1)!.message,
+    latest: pass.faults.at(-1)!.problem,
   };
 }

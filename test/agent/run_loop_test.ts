@@ -22,7 +22,9 @@ function report(step: Exclude<Step, "throws">): PassReport {
     evicted: 0,
     remoteDeleted: 0,
     pending: 0,
-    errors: step === "failed" ? ["copy of segment 0: store down"] : [],
+    problems: step === "failed"
+      ? [{ kind: "copy", what: "copy of segment 0", detail: "store down", storeFault: true }]
+      : [],
     storeUnreachable: step === "failed",
   };
 }

@@ -62,7 +62,7 @@ Deno.test("plan: what the next pass evicts and deletes, with why; the pass then 
   try {
     const sealed = f.segments.slice(0, -1);
     const copied = await f.pass();
-    assert.deepEqual([copied.copied, copied.evicted, copied.errors], [sealed.length, 0, []]);
+    assert.deepEqual([copied.copied, copied.evicted, copied.problems], [sealed.length, 0, []]);
 
     await t.step("nothing set: nothing would go", async () => {
       const r = await plan(f);
@@ -87,7 +87,7 @@ Deno.test("plan: what the next pass evicts and deletes, with why; the pass then 
 
       const before = await localStarts(f);
       const pass = await f.pass();
-      assert.deepEqual(pass.errors, []);
+      assert.deepEqual(pass.problems, []);
       const after = await localStarts(f);
       assert.deepEqual(
         before.filter((s) => !after.includes(s)),
@@ -145,7 +145,7 @@ Deno.test("plan: what the next pass evicts and deletes, with why; the pass then 
         const remoteBefore = await remoteStarts(f);
         const localBefore = await localStarts(f);
         const pass = await f.pass();
-        assert.deepEqual(pass.errors, []);
+        assert.deepEqual(pass.problems, []);
         const remoteAfter = await remoteStarts(f);
         const localAfter = await localStarts(f);
         assert.deepEqual(

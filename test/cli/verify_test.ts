@@ -88,7 +88,7 @@ Deno.test("verify: matches exit 0; each difference exits 1 naming its segment; n
     const keep = rest.reduce((n, s) => n + s.size, 0) - half.reduce((n, s) => n + s.size, 0);
     await f.writeConfig(`local_retention_size = "${keep}"`);
     const pass = await f.pass();
-    assert.deepEqual(pass.errors, []);
+    assert.deepEqual(pass.problems, []);
     assert.equal(pass.evicted, half.length, "the older half is evicted");
     const [evicted0, evicted1, evicted2] = half;
     const [local0, local1] = sealed.slice(half.length);
@@ -281,7 +281,7 @@ if (await minioAvailable("tierd verify against MinIO")) {
       const worker = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
       const pass = await worker.pass();
       await worker.close();
-      assert.deepEqual([pass.evicted, pass.errors], [2, []]);
+      assert.deepEqual([pass.evicted, pass.problems], [2, []]);
 
       const objects = async () =>
         (await listBounded(store, "iggy/")).map((o) => `${o.key} ${o.size}`).sort();

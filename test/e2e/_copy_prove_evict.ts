@@ -37,7 +37,7 @@ export async function copyProveEvict(
       format: r.format,
       reportedGaps: new Set(),
     });
-    assert.deepEqual(copied.errors, []);
+    assert.deepEqual(copied.problems, []);
     await advanceFloor(r.ctx, r.ledger);
     await o.beforeEvict?.(r, sealed);
     const evicted = await evictPhase(r.ctx, r.ledger, {
@@ -47,7 +47,7 @@ export async function copyProveEvict(
       topic: { ...r.topic, local_retention_size: 0 },
       evictor: new UnlinkEvictor(),
     });
-    assert.deepEqual(evicted.errors, []);
+    assert.deepEqual(evicted.problems, []);
     assert.equal(evicted.evicted, sealed.length, "every sealed segment, proven, evicted");
     for (const seg of sealed) {
       assert.equal(getSegment(r.ledger.state, 0n, seg.start)?.evicted, true);

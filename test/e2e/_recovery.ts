@@ -190,7 +190,7 @@ export async function recoveryRig(o: RecoveryRigOptions): Promise<RecoveryRig> {
     const worker = new TierWorker({ config, store, prefix, logger });
     const report = await worker.pass();
     await worker.close();
-    assert.deepEqual(report.errors, [], "the setup pass failed");
+    assert.deepEqual(report.problems, [], "the setup pass failed");
     const state = await journalState(rig);
     const starts = [...logs.keys()];
     rig.evicted = segmentsOf(state).filter((r) => r.evicted).map((r) => r.start);

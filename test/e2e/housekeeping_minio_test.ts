@@ -124,7 +124,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
           const agent = agentOn(rig, tap);
           try {
             const first = await agent.worker.pass();
-            assert.deepEqual(first.errors, []);
+            assert.deepEqual(first.problems, []);
             const state = await journalState(rig);
             const copies = segmentsOf(state).filter((r) => r.state === "COPY_SEGMENT_FINISHED");
             assert.ok(copies.length * 2 > 2 * QUOTA, "more objects to check than one run may");
@@ -206,7 +206,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
             assert.equal(missingTotal(agent.registry), 2);
 
             const next = await agent.worker.pass();
-            assert.deepEqual(next.errors, []);
+            assert.deepEqual(next.problems, []);
             assert.equal(next.cleaned, 1);
             assert.equal(next.copied, 1);
             assert.ok(await exists(direct, segmentKeys(loc, localGone.start).log), "copied again");
@@ -260,7 +260,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
               seed: 3,
             });
             const grown = await agent.worker.pass();
-            assert.deepEqual(grown.errors, []);
+            assert.deepEqual(grown.problems, []);
             assert.ok(grown.copied >= 1);
             agent.ahead(2 * MINUTE);
             assert.equal(await puts(), 1, "changed: rewritten");
@@ -332,7 +332,7 @@ if (await minioAvailable("housekeeping against MinIO")) {
             const agent = agentOn(rig, tap);
             try {
               const boot = await agent.worker.pass();
-              assert.deepEqual(boot.errors, []);
+              assert.deepEqual(boot.problems, []);
               const current = agent.worker.partitions[0].state.incarnation!;
               assert.notEqual(current, old, "a new incarnation");
               const root = partitionRoot({ ...rig.id, prefix: rig.prefix, clusterId: "local" });

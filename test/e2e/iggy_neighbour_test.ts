@@ -261,7 +261,7 @@ async function autoBesideRunningBroker(t: Deno.TestContext, version: IggyVersion
       await new Promise((r) => setTimeout(r, 1_200)); // the sealed segments are quiet
       for (let i = 0; i < 3; i++) {
         const report = await agent.pass();
-        assert.deepEqual(report.errors, []);
+        assert.deepEqual(report.problems, []);
         assert.equal(report.evicted, 0);
         assert.equal(report.partitions[0].evictionBlocked?.reason, "broker_running");
       }
@@ -285,7 +285,7 @@ async function autoBesideRunningBroker(t: Deno.TestContext, version: IggyVersion
         await broker.stop();
         await new Promise((r) => setTimeout(r, 300)); // past the kept "running" answer
         const report = await agent.pass();
-        assert.deepEqual(report.errors, []);
+        assert.deepEqual(report.problems, []);
         assert.equal(report.evicted, starts.length - 1);
         assert.equal(report.partitions[0].evictionBlocked, undefined);
         assert.deepEqual(await logStarts(dir), [starts.at(-1)]);

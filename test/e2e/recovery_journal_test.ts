@@ -157,7 +157,7 @@ for (const row of DAMAGES) {
       const damage = await row.damage(rig);
       const agent = await bootAgent(rig);
       try {
-        assert.deepEqual(agent.report.errors, []);
+        assert.deepEqual(agent.report.problems, []);
         assert.equal(agent.report.lost, 0);
         await assertRebuiltFromDamage(rig, agent.api, agent.lines, damage, row.reason, incarnation);
       } finally {
@@ -217,7 +217,7 @@ for (const c of CUTS) {
       await truncate(rig.journal, cut);
       const agent = await bootAgent(rig);
       try {
-        assert.deepEqual(agent.report.errors, []);
+        assert.deepEqual(agent.report.problems, []);
         assert.equal(agent.report.lost, 0);
         // An incomplete last record is a torn tail (a journal cut short cannot be told from an
         // interrupted append): cut off and said, at warn, naming the file and where.

@@ -49,7 +49,7 @@ Deno.test("a marker replaced by a directory (iggy-0.9): quarantined and said, no
     await replaceByDirectory(path);
     const agent = await bootAgent(rig);
     try {
-      assert.deepEqual(agent.report.errors, []);
+      assert.deepEqual(agent.report.problems, []);
       const lines = logged(agent.lines, "warn", /marker quarantined/);
       assert.equal(lines.length, 1, JSON.stringify(agent.lines));
       assert.equal(lines[0].path, path);
@@ -83,7 +83,7 @@ Deno.test("every marker deleted (iggy-0.8): the journal still knows, nothing los
     for (const n of names) await rm(join(rig.stateDir, n));
     const agent = await bootAgent(rig);
     try {
-      assert.deepEqual(agent.report.errors, []);
+      assert.deepEqual(agent.report.problems, []);
       assert.deepEqual(logged(agent.lines, "error", /./), []);
       const p = await partitionEntry(agent.api, rig.id);
       assert.equal(p.state, "ok");
@@ -147,7 +147,7 @@ for (const { name, recreate } of RECREATES) {
       if (name === "under the same inode") assert.equal((await Deno.stat(rig.dir)).ino, oldInode);
       const agent = await bootAgent(rig);
       try {
-        assert.deepEqual(agent.report.errors, []);
+        assert.deepEqual(agent.report.problems, []);
         assert.equal(agent.report.lost, 0);
         const line = logged(agent.lines, "warn", /recreated: new incarnation/);
         assert.equal(line.length, 1, JSON.stringify(agent.lines));
@@ -260,7 +260,7 @@ if (await minioAvailable("recovery rows against MinIO")) {
             assert.notEqual((await Deno.stat(rig.dir)).ino, inode, "a new inode");
             const agent = await bootAgent(rig);
             try {
-              assert.deepEqual(agent.report.errors, []);
+              assert.deepEqual(agent.report.problems, []);
               const moved = logged(agent.lines, "info", /moved or restored: same incarnation/);
               assert.equal(moved.length, 1, JSON.stringify(agent.lines));
               assert.match(String(moved[0].evidence), /match byte for byte/);

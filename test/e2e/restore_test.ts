@@ -161,7 +161,7 @@ async function assertServesEverything(
   let close: () => Promise<unknown>;
   if (how === "in-process") {
     const agent = await bootAgentOn({ config: h.config, store, prefix: "iggy" });
-    assert.deepEqual(agent.report.errors, []);
+    assert.deepEqual(agent.report.problems, []);
     assert.equal(agent.report.lost, 0);
     api = agent.api;
     close = () => agent.close();

@@ -12,6 +12,7 @@ import {
   type Scenario,
   type ScenarioOptions,
 } from "../read/_scenario.ts";
+import type { Problem } from "../../src/tier/problem.ts";
 import { ReadBudget } from "../../src/read/read_budget.ts";
 import { capturingLogger } from "../_model/tier_harness.ts";
 import { appFor, errorBody, RECORDS } from "./_app.ts";
@@ -220,14 +221,19 @@ Deno.test("the status page lists partitions without external assets", async () =
 
 Deno.test("the status page names a damaged segment with its file and byte, in red, escaped", async () => {
   await withScenario(async (s) => {
-    // The copy phase's error line for a damaged sealed segment, as the pass report carries it.
-    const line = "/data/0.log @ byte 4242: frame checksum mismatch <b> " +
-      "(segment 96 is damaged: not copied)";
+    // The copy phase's problem for a damaged sealed segment, as the pass report carries it.
+    const damaged: Problem = {
+      kind: "segment_damaged",
+      what: "segment 96",
+      detail: "/data/0.log @ byte 4242: frame checksum mismatch <b>",
+      segment: 96n,
+      storeFault: false,
+    };
     const work = {
       firstPassDone: true,
       copied: { segments: 0, bytes: 0 },
       bytesPerSecond: 0,
-      errors: [line],
+      problems: [damaged],
       storeUnreachable: false,
       pending: 1,
       blocked: [],
@@ -245,7 +251,13 @@ Deno.test("the status page names a damaged segment with its file and byte, in re
     };
     const html = await (await appFor(s, { agent }).app.request("/")).text();
     assert.match(html, /<div class="bad" data-problem="damaged"/);
-    assert.ok(html.includes("/data/0.log @ byte 4242: frame checksum mismatch &#60;b&#62;"), html);
+    assert.ok(
+      html.includes(
+        "/data/0.log @ byte 4242: frame checksum mismatch &#60;b&#62; " +
+          "(segment 96 is damaged: not copied)",
+      ),
+      html,
+    );
     const clean = await (await appFor(s).app.request("/")).text();
     assert.doesNotMatch(clean, /data-problem="damaged"/);
   });

@@ -11,6 +11,17 @@ import {
   statusJson,
 } from "../../src/http/status_model.ts";
 import { renderStatusFragment, renderStatusPage } from "../../src/http/status_page.ts";
+import type { Problem as PassProblem } from "../../src/tier/problem.ts";
+
+/** A problem of a pass, a failed copy unless `o` says otherwise. */
+function problem(what: string, detail: string, o: Partial<PassProblem> = {}): PassProblem {
+  return { kind: "copy", what, detail, storeFault: false, ...o };
+}
+
+/** A copy failed on a store fault. */
+function fault(what: string, detail: string): PassProblem {
+  return problem(what, detail, { storeFault: true });
+}
 
 function summary(partition: number, o: Partial<PartitionSummary> = {}): PartitionSummary {
   return {
@@ -38,7 +49,7 @@ function work(o: Partial<PartitionWork> = {}): PartitionWork {
     firstPassDone: true,
     copied: { segments: 5, bytes: 5000 },
     bytesPerSecond: 100,
-    errors: [],
+    problems: [],
     storeUnreachable: false,
     pending: 0,
     blocked: [],
@@ -60,7 +71,7 @@ function agent(
       last: {
         startedAt: 1_750_000_000_000,
         finishedAt: 1_750_000_002_500,
-        errors: stalled ? ["iggy/x.log: connect ECONNREFUSED 127.0.0.1:9000"] : [],
+        problems: stalled ? [fault("iggy/x.log", "connect ECONNREFUSED 127.0.0.1:9000")] : [],
         copied: 3,
         failed: stalled ? 1 : 0,
         evicted: 0,
@@ -82,7 +93,14 @@ function agent(
     }),
     housekeeping: () => ({
       lastRun: 1_750_000_001_000,
-      lastJobs: [{ job: "verify", complete: true, counts: { checked: 4 }, errors: [] }],
+      lastJobs: [{
+        job: "verify",
+        complete: true,
+        counts: { checked: 4 },
+        problems: stalled
+          ? [problem("verify of 1/2/0", "connect ECONNREFUSED", { kind: "housekeeping" })]
+          : [],
+      }],
       requestsUsed: 7,
       verifyInProgress: false,
       unrepairable: 0,
@@ -101,7 +119,11 @@ Deno.test("a partition's problems: stalled on a store fault, blocked, damaged, f
   assert.deepEqual(partitionProblems(summary(0), work()), []);
   const stalled = partitionProblems(
     summary(0),
-    work({ storeUnreachable: true, pending: 2, errors: ["x.log: connect ECONNREFUSED"] }),
+    work({
+      storeUnreachable: true,
+      pending: 2,
+      problems: [fault("x.log", "connect ECONNREFUSED")],
+    }),
   );
   assert.deepEqual(stalled, [{
     kind: "stalled",
@@ -116,9 +138,33 @@ Deno.test("a partition's problems: stalled on a store fault, blocked, damaged, f
   assert.match(blocked[0].reason, /consumer group 7/);
   const damaged = partitionProblems(
     summary(0),
-    work({ errors: ["/b/0001.log: record checksum mismatch at byte 4096"] }),
+    work({ problems: [problem("/b/0001.log", "record checksum mismatch at byte 4096")] }),
   );
   assert.equal(damaged[0].kind, "damaged");
+  assert.equal(damaged[0].reason, "/b/0001.log: record checksum mismatch at byte 4096");
+  // A damaged segment is said as the copy phase has always said it.
+  const segment = partitionProblems(
+    summary(0),
+    work({
+      problems: [problem("segment 96", "/data/0.log @ byte 4242: frame length 0", {
+        kind: "segment_damaged",
+        segment: 96n,
+      })],
+    }),
+  );
+  assert.deepEqual(segment, [{
+    kind: "damaged",
+    severity: "bad",
+    reason: "/data/0.log @ byte 4242: frame length 0 (segment 96 is damaged: not copied)",
+  }]);
+  const other = partitionProblems(
+    summary(0),
+    work({ problems: [problem("cleanup of segment 7", "403 AccessDenied", { kind: "cleanup" })] }),
+  );
+  assert.deepEqual(other.map((p) => [p.kind, p.reason]), [[
+    "error",
+    "cleanup of segment 7: 403 AccessDenied",
+  ]]);
   const failed = partitionProblems(
     summary(0, { health: { state: "failed", detail: "EACCES journal" } }),
     undefined,
@@ -184,13 +230,16 @@ Deno.test("a stall shows in red with its reason, per partition and per topic", (
       "1/2/0": work({
         storeUnreachable: true,
         pending: 2,
-        errors: ["iggy/x.log: connect ECONNREFUSED 127.0.0.1:9000"],
+        problems: [fault("iggy/x.log", "connect ECONNREFUSED 127.0.0.1:9000")],
         bytesPerSecond: 0,
       }),
     }, true),
   });
   assert.equal(s.stalled?.stalled, true);
   assert.match(s.stalled!.reason!, /^store unreachable: iggy\/x\.log: connect ECONNREFUSED/);
+  // The last pass's and housekeeping's problems, in the words they have always had.
+  assert.deepEqual(s.last_pass?.errors, ["iggy/x.log: connect ECONNREFUSED 127.0.0.1:9000"]);
+  assert.deepEqual(s.housekeeping?.last_jobs[0].errors, ["verify of 1/2/0: connect ECONNREFUSED"]);
   assert.equal(s.partitions[0].eta_seconds, null);
   assert.match(s.topics[0].problems[0].reason, /^partition 0: store unreachable/);
   const html = renderStatusPage(s);
@@ -216,7 +265,7 @@ Deno.test("every value on the page is escaped", () => {
     ...inputs,
     store: "<img src=x onerror=alert(1)>",
     ready: false,
-    agent: agent({ "1/2/0": work({ errors: ["<script>alert(1)</script>"] }) }),
+    agent: agent({ "1/2/0": work({ problems: [problem("<script>alert(1)", "</script>")] }) }),
   });
   const html = renderStatusFragment(s);
   assert.doesNotMatch(html, /<img|<script/);
@@ -285,24 +334,24 @@ Deno.test("the stall names the oldest still-failing copies and their latest faul
     "1/2/0": work({
       storeUnreachable: true,
       pending: 1,
-      errors: [
-        "retention delete of segment 3: GET iggy/c/owner.json: connect ECONNREFUSED",
-        "x/00000000000000000500.log: connect ECONNREFUSED",
+      problems: [
+        fault("retention delete of segment 3", "GET iggy/c/owner.json: connect ECONNREFUSED"),
+        fault("x/00000000000000000500.log", "connect ECONNREFUSED"),
       ],
       uploadFault: {
         since: T - 60_000,
         failures: 2,
-        latest: "x/00000000000000000500.log: connect ECONNREFUSED",
+        latest: fault("x/00000000000000000500.log", "connect ECONNREFUSED"),
       },
     }),
     "1/2/1": work({
       storeUnreachable: true,
       pending: 3,
-      errors: ["cleanup of segment 100: GET iggy/c/owner.json: connect ECONNREFUSED"],
+      problems: [fault("cleanup of segment 100", "GET iggy/c/owner.json: connect ECONNREFUSED")],
       uploadFault: {
         since: T - 20 * 60_000,
         failures: 12,
-        latest: "y/00000000000000000100.log: PUT: 503 SlowDown",
+        latest: fault("y/00000000000000000100.log", "PUT: 503 SlowDown"),
       },
     }),
   };
@@ -340,7 +389,7 @@ Deno.test("the stall names the oldest still-failing copies and their latest faul
   assert.equal(stallCause(flipped)?.partition, "1/2/1");
   const tie = (label: string, failures: number) => ({
     label,
-    work: work({ uploadFault: { since: T, failures, latest: `${label} fault` } }),
+    work: work({ uploadFault: { since: T, failures, latest: fault(label, "fault") } }),
   });
   assert.equal(stallCause([tie("1/2/0", 2), tie("1/2/1", 5)])?.partition, "1/2/1");
   assert.equal(stallCause([tie("1/2/0", 5), tie("1/2/1", 5)])?.partition, "1/2/0");

@@ -15,6 +15,7 @@ import { tierObserver } from "../../src/metrics/observers.ts";
 import { Registry } from "../../src/metrics/registry.ts";
 import { createTierdMetrics, initTopicSeries } from "../../src/metrics/tierd.ts";
 import { createReadContext } from "../../src/read/context.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { testConfig } from "../_config.ts";
 import { FakeClock } from "../_fake_clock.ts";
@@ -94,8 +95,10 @@ Deno.test("/metrics after a scripted run: copies and fetches per topic, and the 
 
     const report = await worker.pass();
     assert.ok(
-      report.errors.some((e) => e.includes("the store refused the object")),
-      JSON.stringify(report.errors),
+      report.problems.some((p) =>
+        p.kind === "copy" && p.detail.includes("the store refused the object")
+      ),
+      report.problems.map(describeProblem).join("\n"),
     );
     f = await scrape();
     assert.equal(sampleValue(f, "tierd_uploads_total", { ...t00, outcome: "ok" }), sealed.length);

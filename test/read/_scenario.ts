@@ -15,6 +15,7 @@ import { silentLogger } from "../../src/log.ts";
 import { listSegments } from "../../src/partition/segments.ts";
 import { createReadContext, type ReadContextOptions } from "../../src/read/context.ts";
 import type { ReadContext } from "../../src/read/context.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { testConfig } from "../_config.ts";
 
@@ -99,7 +100,9 @@ export async function buildScenario<S extends ObjectStore = SimStore>(
     const worker = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
     const report = await worker.pass();
     await worker.close();
-    if (report.errors.length > 0) throw new Error(`tier pass failed: ${report.errors[0]}`);
+    if (report.problems.length > 0) {
+      throw new Error(`tier pass failed: ${describeProblem(report.problems[0])}`);
+    }
     if (o.after > 0) await appendMessages({ ...gen, messages: o.after });
 
     const dir = partitionDir(config.agent.data_dir, ids);

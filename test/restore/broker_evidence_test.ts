@@ -65,7 +65,7 @@ async function tierAndEvict(h: Host): Promise<void> {
   });
   try {
     const report = await worker.pass();
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.problems, []);
   } finally {
     await worker.close();
   }

@@ -7,6 +7,7 @@ import { createTierdMetrics } from "../../src/metrics/tierd.ts";
 import { initStoreSeries } from "../../src/metrics/instrument_store.ts";
 import { agentView } from "../../src/runtime/agent_view.ts";
 import { CopyProgress } from "../../src/runtime/progress.ts";
+import type { Problem } from "../../src/tier/problem.ts";
 import type { TierWorker } from "../../src/tier/tier_worker.ts";
 import { FakeClock } from "../_fake_clock.ts";
 
@@ -20,8 +21,15 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
   metrics.uploadStalled.set(undefined, 1);
   metrics.storeThrottled.inc({ op: "put" }, 3);
   metrics.storeThrottled.inc({ op: "head" }, 2);
+  const refused: Problem = {
+    kind: "copy",
+    what: "x.log",
+    detail: "connect ECONNREFUSED",
+    segment: 0n,
+    storeFault: true,
+  };
   const report = {
-    errors: ["x.log: connect ECONNREFUSED"],
+    problems: [refused],
     storeUnreachable: true,
     pending: 4,
   };
@@ -30,7 +38,7 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
       {
         label: "1/1/0",
         lastPass: report,
-        uploadFault: { since: 1_000, failures: 3, latest: "x.log: connect ECONNREFUSED" },
+        uploadFault: { since: 1_000, failures: 3, latest: refused },
         evictionBlock: {
           reason: "consumer_offset",
           text: "eviction waits for consumer 1 at offset 5",
@@ -49,10 +57,10 @@ Deno.test("the agent view reads the worker, the progress and the metrics", () =>
     firstPassDone: true,
     copied: { segments: 1, bytes: 4000 },
     bytesPerSecond: 2000,
-    errors: report.errors,
+    problems: report.problems,
     storeUnreachable: true,
     pending: 4,
-    uploadFault: { since: 1_000, failures: 3, latest: "x.log: connect ECONNREFUSED" },
+    uploadFault: { since: 1_000, failures: 3, latest: refused },
     blocked: ["eviction waits for consumer 1 at offset 5"],
   });
   assert.equal(view.partition("1/1/1")?.firstPassDone, false);

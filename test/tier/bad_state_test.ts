@@ -19,6 +19,7 @@ import { createLogger } from "../../src/log.ts";
 import { readMarker, writeMarker } from "../../src/state/marker.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
   capturingLogger,
@@ -110,7 +111,7 @@ Deno.test("a torn journal tail is cut off, logged and counted; the agent keeps i
   try {
     const w1 = r.worker();
     const first = await w1.pass();
-    assert.deepEqual(first.errors, []);
+    assert.deepEqual(first.problems, []);
     await w1.close();
     const before = await durableState(r.config.agent.state_dir, ID);
     const path = journalPath(r.config.agent.state_dir, ID);
@@ -150,7 +151,7 @@ async function appendMoreAndPass(r: Rig, check: () => Promise<void>): Promise<vo
   const w = r.worker();
   try {
     const report = await w.pass();
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.problems, []);
     assert.ok(report.copied > 0, "new segments are copied");
     await check();
   } finally {
@@ -164,7 +165,7 @@ Deno.test("markers with a bad checksum or of another incarnation are quarantined
     r.config.topic[0].local_retention_size = 0; // evict every copied segment
     const w1 = r.worker();
     const first = await w1.pass();
-    assert.deepEqual(first.errors, []);
+    assert.deepEqual(first.problems, []);
     assert.ok(first.evicted >= 2, `evicted ${first.evicted}`);
     await w1.close();
     const stateBefore = await durableState(r.config.agent.state_dir, ID);
@@ -181,7 +182,7 @@ Deno.test("markers with a bad checksum or of another incarnation are quarantined
     const w2 = r.worker();
     try {
       const report = await w2.pass();
-      assert.deepEqual(report.errors, [], "the agent keeps working");
+      assert.deepEqual(report.problems, [], "the agent keeps working");
       assert.equal(r.observer.quarantined.length, 2);
       assert.deepEqual(r.observer.quarantined.map((q) => q.path).sort(), [a.marker, b.marker]);
       assert.match(r.observer.quarantined.find((q) => q.path === a.marker)!.reason, /checksum/);
@@ -209,7 +210,7 @@ Deno.test("markers with a bad checksum or of another incarnation are quarantined
       // A second restart finds nothing more to quarantine.
       await w2.close();
       const w3 = r.worker();
-      assert.deepEqual((await w3.pass()).errors, []);
+      assert.deepEqual((await w3.pass()).problems, []);
       await w3.close();
       assert.equal(r.observer.quarantined.length, 2);
     } finally {
@@ -233,8 +234,9 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
           const report = await w.pass();
           // The first segment is copied; the truncated one is refused; oldest-first stops there.
           assert.equal(report.failed, 0);
-          const error = report.errors.find((e) => e.includes(victim.logPath));
-          assert.ok(error, `an error names ${victim.logPath}: ${report.errors}`);
+          const damaged = report.problems.find((p) => p.kind === "segment_damaged");
+          assert.equal(damaged?.segment, victim.startOffset, "it is reported damaged");
+          assert.ok(describeProblem(damaged!).includes(victim.logPath), "naming its file");
           const keys = await r.keys(victim.startOffset);
           assert.equal(r.sim.objects.has(keys.log), false, "nothing uploaded for it");
           assert.equal(r.sim.objects.has(keys.index), false);
@@ -267,7 +269,7 @@ Deno.test("an already-copied segment truncated behind the agent's back is not ev
     const w = r.worker();
     try {
       const first = await w.pass();
-      assert.deepEqual(first.errors, []);
+      assert.deepEqual(first.problems, []);
       const victim = r.segments[0];
       await truncate(victim.logPath, victim.size - 7);
       r.config.topic[0].local_retention_size = 0; // eviction now wants everything copied
@@ -280,8 +282,9 @@ Deno.test("an already-copied segment truncated behind the agent's back is not ev
       // Evictions are a prefix: nothing after it goes either.
       assert.equal(report.evicted, 0);
       assert.ok(segmentsOf(state).every((s) => !s.evicted));
-      const error = report.errors.find((e) => e.includes(victim.logPath));
-      assert.ok(error, `an error names ${victim.logPath}: ${JSON.stringify(report.errors)}`);
+      const changed = report.problems.find((p) => p.segment === victim.startOffset);
+      assert.equal(changed?.kind, "segment_changed", report.problems.map(describeProblem).join());
+      assert.ok(describeProblem(changed!).includes(victim.logPath), "naming its file");
       const line = r.logs.find((l) =>
         l.level === "error" && JSON.stringify(l).includes(victim.logPath)
       );
@@ -302,7 +305,7 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
       r.config.topic[0].local_retention_size = 0;
       const w = r.worker();
       try {
-        assert.deepEqual((await w.pass()).errors, []);
+        assert.deepEqual((await w.pass()).problems, []);
         const copied = Object.fromEntries(r.sim.objects);
         // Total retention now wants everything, but the store fails the first deletion:
         // it stays journaled as started.
@@ -310,7 +313,7 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
         r.clock.skew.ms += 1_000_000_000;
         r.sim.setUnavailable(true);
         const failed = await w.pass();
-        assert.ok(failed.errors.length > 0);
+        assert.ok(failed.problems.some((p) => p.kind === "retention_delete" && p.storeFault));
         r.sim.setUnavailable(false);
         const started = segmentsOf(await durableState(r.config.agent.state_dir, ID))
           .filter((s) => s.state === "DELETE_SEGMENT_STARTED");
@@ -336,7 +339,7 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
         const barrier = r.segments[2].startOffset + 1n;
         await writeConsumerOffset(r.dir, { id: 7, offset: barrier, format });
         const resumed = await w.pass();
-        assert.deepEqual(resumed.errors, []);
+        assert.deepEqual(resumed.problems, []);
         assert.equal(resumed.remoteDeleted, 2);
         for (const s of r.segments.slice(0, -1)) {
           const keys = await r.keys(s.startOffset);
@@ -419,7 +422,7 @@ Deno.test("a dangling copy whose object no longer matches the rewritten local se
     const w2 = make();
     try {
       const report = await w2.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.cleaned, 1, "the stale object was deleted, not adopted");
       const state = await durableState(r.config.agent.state_dir, ID);
       assert.equal(getSegment(state, 0n, 0n)?.state, "COPY_SEGMENT_FINISHED");
@@ -458,7 +461,8 @@ Deno.test("a partition whose state cannot be opened is reported failed; the othe
     const report = await w.pass();
     const failed = report.partitions.find((p) => p.partition === "0/0/0");
     assert.ok(failed, "the partition that failed to open is in the pass report");
-    assert.ok(failed.errors.some((e) => e.includes(r.stateDir)), failed.errors.join("\n"));
+    assert.deepEqual(failed.problems.map((p) => p.kind), ["partition_open"]);
+    assert.ok(describeProblem(failed.problems[0]).includes(r.stateDir));
     assert.equal(w.health(ID)?.state, "failed");
     assert.ok(w.health(ID)?.detail?.includes(r.stateDir), w.health(ID)?.detail);
     // The other partition is copied in full, sealed segments all.
@@ -472,7 +476,7 @@ Deno.test("a partition whose state cannot be opened is reported failed; the othe
     // Fixed by the operator: the next pass opens it and copies it too.
     await rm(r.stateDir);
     const again = await w.pass();
-    assert.deepEqual(again.partitions.find((p) => p.partition === "0/0/0")?.errors, []);
+    assert.deepEqual(again.partitions.find((p) => p.partition === "0/0/0")?.problems, []);
     assert.equal(w.health(ID)?.state, "ok");
     const mine = await durableState(r.config.agent.state_dir, ID);
     assert.deepEqual(

@@ -22,6 +22,7 @@ import { incarnationHex } from "../../src/layout/partition.ts";
 import { parseSegmentFileName, type PartitionId } from "../../src/layout/partition.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { BrokerPresence } from "../../src/tier/broker_presence.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
@@ -121,7 +122,7 @@ Deno.test("segments the broker deleted before their copy are recorded lost_befor
     const w = r.worker();
     try {
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.lost, 1);
       assert.equal(r.observer.lost, 1, "counted through the observer");
       const state = await durableState(r.config.agent.state_dir, P0);
@@ -156,7 +157,7 @@ Deno.test("a recreated partition directory gets a new incarnation and new keys; 
     await r.generate(P0, 600, { seed: 1 });
     const w = r.worker();
     try {
-      assert.deepEqual((await w.pass()).errors, []);
+      assert.deepEqual((await w.pass()).problems, []);
       const before = await durableState(r.config.agent.state_dir, P0);
       const old = new Map([...r.sim.objects].map(([k, o]) => [k, o.bytes]));
       assert.ok(old.size >= 4);
@@ -168,7 +169,7 @@ Deno.test("a recreated partition directory gets a new incarnation and new keys; 
       await rm(`${dir}.deleted`, { recursive: true });
 
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.copied, fresh.length - 1);
       const after = await durableState(r.config.agent.state_dir, P0);
       assert.notEqual(after.incarnation, before.incarnation);
@@ -193,7 +194,7 @@ Deno.test("a recreated partition directory gets a new incarnation and new keys; 
     }
     // A restarted agent keeps the new incarnation.
     const w2 = r.worker();
-    assert.deepEqual((await w2.pass()).errors, []);
+    assert.deepEqual((await w2.pass()).problems, []);
     await w2.close();
     const last = await durableState(r.config.agent.state_dir, P0);
     assert.equal(logged(r, "partition directory was recreated: new incarnation").length, 1);
@@ -209,7 +210,7 @@ Deno.test("a purge (offsets restart at 0 below the floor) bumps the generation a
     const first = await r.generate(P0, 600, { seed: 1 });
     const w = r.worker();
     try {
-      assert.deepEqual((await w.pass()).errors, []);
+      assert.deepEqual((await w.pass()).problems, []);
       const before = await durableState(r.config.agent.state_dir, P0);
       assert.equal(before.floor, first.at(-2)!.endOffset);
       const old = new Map([...r.sim.objects].map(([k, o]) => [k, o.bytes]));
@@ -219,7 +220,7 @@ Deno.test("a purge (offsets restart at 0 below the floor) bumps the generation a
       assert.ok(fresh.at(-1)!.startOffset <= before.floor, "the new chain starts below the floor");
 
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       const after = await durableState(r.config.agent.state_dir, P0);
       assert.equal(after.incarnation, before.incarnation);
       assert.equal(after.generation, before.generation + 1n);
@@ -257,7 +258,7 @@ Deno.test("a purge unseen while the agent was down never costs data: the changed
     // before the agent looks again, so "restarted below the floor" cannot be seen.
     const first = await r.generate(P0, 600, { seed: 1 });
     const w = r.worker();
-    assert.deepEqual((await w.pass()).errors, []);
+    assert.deepEqual((await w.pass()).problems, []);
     await w.close();
     const before = await durableState(r.config.agent.state_dir, P0);
     for (const s of first) await brokerDeletes(s);
@@ -272,8 +273,11 @@ Deno.test("a purge unseen while the agent was down never costs data: the changed
     try {
       for (let i = 0; i < 2; i++) {
         const report = await w2.pass();
-        const named = report.errors.find((e) => e.includes(fresh[0].logPath));
-        assert.ok(named, `the changed segment is named: ${JSON.stringify(report.errors)}`);
+        const words = report.problems.map(describeProblem);
+        assert.ok(
+          words.some((e) => e.includes(fresh[0].logPath)),
+          `the changed segment is named: ${words}`,
+        );
       }
       // Whatever left the broker directory is in the store, byte for byte.
       const present = new Set(await localStarts(r.dir(P0)));
@@ -306,13 +310,13 @@ Deno.test("a partition directory that disappears stops only its own work", async
     await r.generate(P1, 400);
     const w = r.worker();
     try {
-      assert.deepEqual((await w.pass()).errors, []);
+      assert.deepEqual((await w.pass()).problems, []);
       assert.equal(w.partitions.length, 2);
       // Between passes: partition 1's directory goes (topic partitions deleted).
       await rm(r.dir(P1), { recursive: true });
       const more = await r.append(P0, 300);
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.copied, more.length - 1);
       assert.deepEqual(w.partitions.map((a) => a.label), ["0/0/0"]);
       assert.equal(logged(r, "partition directory gone; its work stops").length, 1);
@@ -357,10 +361,10 @@ Deno.test("a partition directory removed in the middle of a pass fails that part
       const report = await w.pass();
       assert.ok(removed);
       const p0 = report.partitions.find((p) => p.partition === "0/0/0")!;
-      assert.deepEqual(p0.errors, []);
+      assert.deepEqual(p0.problems, []);
       assert.ok(p0.copied >= 2, "the other partition is tiered in full");
       const next = await w.pass();
-      assert.deepEqual(next.errors, []);
+      assert.deepEqual(next.problems, []);
       assert.deepEqual(w.partitions.map((a) => a.label), ["0/0/0"]);
       await assert.rejects(stat(dir1));
     } finally {
@@ -513,7 +517,7 @@ Deno.test("evict_via = broker: segments the broker kept for a consumer stay uplo
     const w = r.worker();
     try {
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(broker.logins, 1);
       // Only the segments the barrier lets go are asked for: the third ends after it.
       assert.deepEqual(broker.deletes, [{ partition: "0/0/0", count: 2 }]);
@@ -553,7 +557,7 @@ Deno.test("evict_via = broker: segments the broker kept for a consumer stay uplo
       const w2 = r.worker();
       for (let i = 0; i < 3; i++) {
         const again = await w2.pass();
-        assert.deepEqual(again.errors, []);
+        assert.deepEqual(again.problems, []);
         assert.equal(again.copied + again.evicted, 0);
         assert.equal(again.partitions[0].evictionBlocked?.reason, "consumer_offset");
       }
@@ -567,7 +571,7 @@ Deno.test("evict_via = broker: segments the broker kept for a consumer stay uplo
         format: "iggy-0.9",
       });
       const last = await w2.pass();
-      assert.deepEqual(last.errors, []);
+      assert.deepEqual(last.problems, []);
       assert.equal(last.evicted, sealed.length - 2);
       assert.equal(last.partitions[0].evictionBlocked, undefined);
       assert.equal(logged(r, "eviction no longer blocked").length, 1);
@@ -590,7 +594,7 @@ Deno.test("evict_via = broker: nothing is recorded evicted until the directory s
     const w = r.worker();
     try {
       const first = await w.pass();
-      assert.deepEqual(first.errors, []);
+      assert.deepEqual(first.problems, []);
       assert.equal(broker.deletes.length, 1);
       assert.equal(first.evicted, 0, "the broker answered, but the files are still there");
       let state = await durableState(r.config.agent.state_dir, P0);
@@ -598,7 +602,7 @@ Deno.test("evict_via = broker: nothing is recorded evicted until the directory s
       // The broker's reconciler unlinks them; the next pass records what is gone.
       await broker.reconcile();
       const second = await w.pass();
-      assert.deepEqual(second.errors, []);
+      assert.deepEqual(second.problems, []);
       assert.equal(second.evicted, sealed.length);
       state = await durableState(r.config.agent.state_dir, P0);
       assert.ok(segmentsOf(state).every((s) => s.evicted));
@@ -616,12 +620,12 @@ Deno.test("evict_via = broker: an expired token is renewed; refused credentials 
     await r.generate(P0, 300);
     const w = r.worker();
     try {
-      assert.deepEqual((await w.pass()).errors, []);
+      assert.deepEqual((await w.pass()).problems, []);
       assert.equal(broker.logins, 1);
       broker.expireTokens();
       await r.append(P0, 300);
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.ok(report.evicted > 0);
       assert.deepEqual(broker.refused, ["delete"], "the stale token was refused once");
       assert.equal(broker.logins, 2, "then the client logged in again");
@@ -638,7 +642,12 @@ Deno.test("evict_via = broker: an expired token is renewed; refused credentials 
     try {
       const report = await w.pass();
       assert.equal(report.evicted, 0);
-      assert.ok(report.errors.some((e) => e.includes("broker")), JSON.stringify(report.errors));
+      const refused = report.problems.find((p) => p.kind === "evict");
+      assert.equal(
+        refused?.what,
+        "broker DeleteSegments",
+        report.problems.map(describeProblem).join(),
+      );
       assert.ok(!JSON.stringify(bad.r.logs).includes("wrong"), "the password is never logged");
       assert.equal(logged(bad.r, "broker refused DeleteSegments; segments stay local").length, 1);
       for (const s of segments) await stat(s.logPath);
@@ -665,7 +674,7 @@ Deno.test("evict_via = broker: a broker that keeps what it is asked to delete is
       for (let t = 0; t <= 60_000; t += 500) {
         const before = broker.deletes.length;
         const report = await w.pass();
-        assert.deepEqual(report.errors, []);
+        assert.deepEqual(report.problems, []);
         assert.equal(report.evicted, 0);
         if (broker.deletes.length > before) asked.push(clock.now() - start);
         clock.advance(500);
@@ -685,7 +694,7 @@ Deno.test("evict_via = broker: a broker that keeps what it is asked to delete is
       keeps = false;
       clock.advance(2_000);
       const done = await w.pass();
-      assert.deepEqual(done.errors, []);
+      assert.deepEqual(done.problems, []);
       assert.equal(done.evicted, sealed.length);
       assert.equal(broker.deletes.length, 6);
       assert.equal(done.partitions[0].evictionBlocked, undefined);
@@ -761,7 +770,7 @@ Deno.test({
       });
       try {
         const first = await w.pass();
-        assert.deepEqual(first.errors, []);
+        assert.deepEqual(first.problems, []);
         assert.equal(first.copied, sealed.length, "copies go on");
         assert.equal(first.evicted, 0);
         const block = first.partitions[0].evictionBlocked;
@@ -789,7 +798,7 @@ Deno.test({
         await release(holders.pop()!);
         presence.forget();
         const third = await w.pass();
-        assert.deepEqual(third.errors, []);
+        assert.deepEqual(third.problems, []);
         assert.equal(third.evicted, sealed.length);
         assert.deepEqual(await localStarts(r.dir(P0)), [segments.at(-1)!.startOffset]);
         assert.equal(logged(r, "eviction no longer blocked").length, 1);
@@ -828,7 +837,7 @@ Deno.test("evict_via = auto: a broker seen right before the unlink stops it, wit
     });
     try {
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.evicted, 0);
       assert.equal(report.partitions[0].evictionBlocked?.reason, "broker_running");
       assert.equal(report.partitions[0].evictionBlocked?.evidence, "it started");
@@ -853,7 +862,7 @@ Deno.test("evict_via = unlink: said at start to be for a stopped broker, and unl
     const w = r.worker();
     try {
       const report = await w.pass();
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.problems, []);
       assert.equal(report.evicted, segments.length - 1, "the operator said the broker is stopped");
       const line = logged(
         r,

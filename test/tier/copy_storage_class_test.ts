@@ -51,7 +51,7 @@ for (const storageClass of ["GLACIER_IR", undefined]) {
         reportedGaps: new Set(),
         storageClass,
       });
-      assert.deepEqual(copied.errors, []);
+      assert.deepEqual(copied.problems, []);
       const writes = seen.filter((w) => w.key.endsWith(".log") || w.key.endsWith(".index"));
       assert.ok(writes.some((w) => w.op === "create"), "multipart uploads among them");
       assert.ok(writes.some((w) => w.key.endsWith(".index")));

@@ -12,6 +12,7 @@ import { S3Store } from "../../providers/s3/store.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { getSegment } from "../../src/state/segment_state.ts";
 import { UnlinkEvictor } from "../../src/tier/evictor.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { cleanupPhase } from "../../src/tier/phases/cleanup.ts";
 import { copyPhase } from "../../src/tier/phases/copy.ts";
 import { evictPhase } from "../../src/tier/phases/evict.ts";
@@ -58,7 +59,7 @@ async function damagedThenRecopied(r: PhaseRig, damage: Damage, what: string): P
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual(copied.errors, [], what);
+  assert.deepEqual(copied.problems, [], what);
   await advanceFloor(r.ctx, r.ledger);
   const [seg] = r.segments;
   const keys = r.ledger.keys(seg.startOffset);
@@ -70,8 +71,10 @@ async function damagedThenRecopied(r: PhaseRig, damage: Damage, what: string): P
   const first = await evictAll(r);
   assert.equal(first.evicted, 0, `${what}: nothing evicted`);
   assert.ok(await exists(seg.logPath), `${what}: the local segment stays`);
-  assert.equal(first.errors.length, 1, `${what}: ${first.errors}`);
-  assert.match(first.errors[0], damage.says, what);
+  const words = first.problems.map(describeProblem);
+  assert.equal(first.problems.length, 1, `${what}: ${words}`);
+  assert.deepEqual([first.problems[0].kind, first.problems[0].segment], ["evict", seg.startOffset]);
+  assert.match(words[0], damage.says, what);
   const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
   assert.equal(rec.state, "DANGLING", what);
   assert.match(rec.danglingReason ?? "", /^eviction: remote copy damaged/, what);
@@ -85,19 +88,19 @@ async function damagedThenRecopied(r: PhaseRig, damage: Damage, what: string): P
     segments: await r.local(),
     format: r.format,
   });
-  assert.deepEqual([cleaned.cleaned, cleaned.adopted, cleaned.errors], [1, 0, []], what);
+  assert.deepEqual([cleaned.cleaned, cleaned.adopted, cleaned.problems], [1, 0, []], what);
   const again = await copyPhase(r.ctx, r.ledger, {
     segments: await r.local(),
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual([again.copied, again.errors], [1, []], `${what}: copied again`);
+  assert.deepEqual([again.copied, again.problems], [1, []], `${what}: copied again`);
   const store = r.ctx.store.within(r.ctx.store.deadline(10_000));
   assert.deepEqual((await store.get(keys.log)).bytes, local, `${what}: the store has its bytes`);
 
   // Now the copy is proven, and the segment may go.
   const second = await evictAll(r);
-  assert.deepEqual(second.errors, [], what);
+  assert.deepEqual(second.problems, [], what);
   assert.ok(second.evicted >= 1, `${what}: evicted once its copy is whole`);
   assert.equal(getSegment(r.ledger.state, 0n, seg.startOffset)?.evicted, true, what);
   assert.equal(await exists(seg.logPath), false, what);

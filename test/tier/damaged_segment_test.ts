@@ -17,6 +17,7 @@ import { copyPhase } from "../../src/tier/phases/copy.ts";
 import { evictPhase } from "../../src/tier/phases/evict.ts";
 import { advanceFloor } from "../../src/tier/phases/floor.ts";
 import { DAMAGE_LOG_INTERVAL_MS, SegmentDamage } from "../../src/tier/segment_damage.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { DAMAGES, damageSegment } from "../format/_damage.ts";
 import { testConfig } from "../_config.ts";
@@ -68,11 +69,11 @@ for (const format of FORMATS) {
           })),
           [{ segment: victim.startOffset, ...site }],
         );
-        assert.equal(out.errors.length, 1);
-        assert.ok(
-          out.errors[0].startsWith(`${site.file} @ byte ${site.position}: `),
-          out.errors[0],
-        );
+        assert.deepEqual(out.problems.map((p) => [p.kind, p.segment]), [
+          ["segment_damaged", victim.startOffset],
+        ]);
+        const words = describeProblem(out.problems[0]);
+        assert.ok(words.startsWith(`${site.file} @ byte ${site.position}: `), words);
         const lines = r.logged(DAMAGED);
         assert.equal(lines.length, 1);
         assert.equal(lines[0].level, "error");
@@ -118,7 +119,7 @@ for (const format of FORMATS) {
       const again = await copy(r, registry);
       assert.equal(again.damaged.length, 1);
       assert.equal(again.damaged[0].since, since, "the same damage, since the first pass");
-      assert.equal(again.errors.length, 1);
+      assert.equal(again.problems.length, 1);
       assert.equal(r.logged(DAMAGED).length, 1, "rate-limited");
       r.clock.advance(1);
       await copy(r, registry);
@@ -131,7 +132,7 @@ for (const format of FORMATS) {
       const later = new Date(r.clock.now() - 60_000);
       await utimes(victim.logPath, later, later);
       const fixed = await copy(r, registry);
-      assert.deepEqual(fixed.errors, []);
+      assert.deepEqual(fixed.problems, []);
       assert.deepEqual(fixed.damaged, []);
       assert.equal(fixed.copied, r.segments.length - 2, "it and every sealed one after it");
       assert.deepEqual(registry.list(), []);
@@ -180,9 +181,13 @@ Deno.test("a damaged segment in one partition: the others are tiered in full; th
           [[bad[1].startOffset, site.file, site.position]],
         );
         assert.equal(p0.floor, bad[0].endOffset);
-        assert.ok(p0.errors.some((e) => e.includes(`${site.file} @ byte ${site.position}`)));
+        assert.ok(
+          p0.problems.map(describeProblem).some((e) =>
+            e.includes(`${site.file} @ byte ${site.position}`)
+          ),
+        );
         assert.deepEqual(p1.damaged, []);
-        assert.deepEqual(p1.errors, []);
+        assert.deepEqual(p1.problems, []);
         assert.equal(p1.floor, ok.at(-2)!.endOffset, "the other partition is tiered in full");
         const gauge = (partition: number) =>
           metrics.segmentsDamaged.value({ stream: 0, topic: 0, partition });

@@ -38,7 +38,7 @@ Deno.test("eviction removes a verified prefix, leaves markers, never the active 
     const store = new FsStore({ root: config.tiered_storage.fs.path });
     const worker = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
     const report = await worker.pass();
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.problems, []);
     assert.ok(report.evicted > 0 && report.evicted <= 16, `evicted ${report.evicted}`);
     const left = (await readdir(partDir(config.agent.data_dir))).filter((f) => f.endsWith(".log"));
     // The evicted set is a prefix and the active segment stays.
@@ -60,7 +60,7 @@ Deno.test("eviction removes a verified prefix, leaves markers, never the active 
     await worker.close();
     const again = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
     const second = await again.pass();
-    assert.deepEqual(second.errors, []);
+    assert.deepEqual(second.problems, []);
     await again.close();
   } finally {
     await tmp.cleanup();
@@ -95,7 +95,7 @@ Deno.test("total retention deletes expired remote copies, never at or after a co
     const store = new FsStore({ root: config.tiered_storage.fs.path });
     const worker = new TierWorker({ config, store, prefix: "iggy", logger: silentLogger });
     const report = await worker.pass();
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.problems, []);
     const keys = (await listBounded(store, "iggy/")).map((o) => o.key).filter((k) =>
       k.endsWith(".log")
     );

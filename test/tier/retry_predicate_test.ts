@@ -11,6 +11,7 @@ import type { Config } from "../../src/config/schema.ts";
 import { type GeneratedSegment, generatePartition } from "../../src/format/generate.ts";
 import { initHashes } from "../../src/hash.ts";
 import { getSegment } from "../../src/state/segment_state.ts";
+import { describeProblem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { testConfig } from "../_config.ts";
 import { FakeClock } from "../_fake_clock.ts";
@@ -106,10 +107,14 @@ Deno.test("a segment that changes during its copy fails at once with its own rea
       assert.ok(changed, "the file was changed mid-copy");
       assert.equal(report.copied, 0);
       assert.equal(report.failed, 1);
-      const error = report.errors.find((e) =>
-        e.includes(`${seg.logPath}: size changed from ${seg.size}`)
+      const failed = report.problems.find((p) =>
+        describeProblem(p).includes(`${seg.logPath}: size changed from ${seg.size}`)
       );
-      assert.ok(error, `the error names the file and the change: ${JSON.stringify(report.errors)}`);
+      assert.ok(
+        failed,
+        `the error names the file and the change: ${report.problems.map(describeProblem)}`,
+      );
+      assert.deepEqual([failed.kind, failed.segment], ["copy", seg.startOffset]);
       assert.equal(report.storeUnreachable, false, "the store was fine");
       // One attempt of the whole copy: one upload, each part once, no retry of anything.
       assert.equal(w.calls.get("create_multipart"), 1);
@@ -142,10 +147,8 @@ Deno.test("a store that answers transport errors is retried, and raises the stal
       const report = await w.clock.runUntil(worker.pass());
       assert.equal(report.copied, 0);
       assert.equal(report.storeUnreachable, true);
-      assert.ok(
-        report.errors.some((e) => /store unavailable/.test(e)),
-        JSON.stringify(report.errors),
-      );
+      const words = report.problems.map(describeProblem);
+      assert.ok(words.some((e) => /store unavailable/.test(e)), words.join("\n"));
       assert.ok((w.calls.get("create_multipart") ?? 0) > 1, "the failing call was retried");
       assert.ok(w.stalls.includes(1), "tierd_upload_stalled rose");
       assert.equal(w.stalls.at(-1), 1, "and stays up while the store cannot be reached");

@@ -9,6 +9,7 @@ import { SimStore } from "../../providers/sim/store.ts";
 import { StoreError } from "../../providers/types.ts";
 import { generatePartition } from "../../src/format/generate.ts";
 import { silentLogger } from "../../src/log.ts";
+import { describeProblem, type Problem } from "../../src/tier/problem.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import { nextUploadFault, type UploadFault } from "../../src/tier/upload_fault.ts";
 import { testConfig } from "../_config.ts";
@@ -17,20 +18,23 @@ import { tempDir } from "../_util.ts";
 
 Deno.test("nextUploadFault: a run of failures keeps its start and counts, the chain moving restarts it", () => {
   // A pass whose faults were met at `at`, `at + 1`, ….
-  const pass = (at: number, messages: string[], progressed = false) => ({
-    faults: messages.map((message, i) => ({ at: at + i, message })),
+  const fault = (what: string): Problem => ({
+    kind: "copy",
+    what,
+    detail: "connect ECONNREFUSED",
+    storeFault: true,
+  });
+  const pass = (at: number, whats: string[], progressed = false) => ({
+    faults: whats.map((what, i) => ({ at: at + i, problem: fault(what) })),
     progressed,
   });
-  let f: UploadFault | undefined = nextUploadFault(
-    undefined,
-    pass(100, ["a: refused", "b: reset"]),
-  );
-  assert.deepEqual(f, { since: 100, failures: 2, latest: "b: reset" });
-  f = nextUploadFault(f, pass(200, ["c: timeout"]));
-  assert.deepEqual(f, { since: 100, failures: 3, latest: "c: timeout" }, "the same run");
+  let f: UploadFault | undefined = nextUploadFault(undefined, pass(100, ["a", "b"]));
+  assert.deepEqual(f, { since: 100, failures: 2, latest: fault("b") });
+  f = nextUploadFault(f, pass(200, ["c"]));
+  assert.deepEqual(f, { since: 100, failures: 3, latest: fault("c") }, "the same run");
   // A segment copied, then the next one failing: newer work, failing since its first fault.
-  f = nextUploadFault(f, pass(300, ["d: refused"], true));
-  assert.deepEqual(f, { since: 300, failures: 1, latest: "d: refused" });
+  f = nextUploadFault(f, pass(300, ["d"], true));
+  assert.deepEqual(f, { since: 300, failures: 1, latest: fault("d") });
   assert.equal(nextUploadFault(f, pass(400, [])), undefined, "a pass without a fault ends it");
   assert.equal(nextUploadFault(f, pass(400, [], true)), undefined);
 });
@@ -82,14 +86,19 @@ Deno.test("a partition's upload fault follows its passes: copies and cleanups co
     const since = first.fault!.since;
     assert.ok(since >= started && since <= clock.now(), `${since}`);
     assert.equal(first.fault?.failures, 2);
-    assert.match(first.fault!.latest, /\.log: connect ECONNREFUSED$/);
+    assert.equal(first.fault?.latest.kind, "copy");
+    assert.match(describeProblem(first.fault!.latest), /\.log: connect ECONNREFUSED$/);
 
     clock.advance(60_000);
     down.put = "503 SlowDown";
     const second = await pass();
     assert.equal(second.fault?.since, since, "still the run that began in the first pass");
     assert.equal(second.fault?.failures, 3);
-    assert.match(second.fault!.latest, /\.log: 503 SlowDown$/, "the latest fault, not the first");
+    assert.match(
+      describeProblem(second.fault!.latest),
+      /\.log: 503 SlowDown$/,
+      "the latest fault, not the first",
+    );
 
     // The store answers again: the chain moves, the fault is over.
     down.put = "";
@@ -103,7 +112,7 @@ Deno.test("a partition's upload fault follows its passes: copies and cleanups co
     down.delete = true;
     const fourth = await pass();
     assert.equal(fourth.report.storeUnreachable, true);
-    assert.ok(fourth.report.errors.some((e) => e.includes("retention delete")));
+    assert.ok(fourth.report.problems.some((p) => p.kind === "retention_delete" && p.storeFault));
     assert.equal(fourth.fault, undefined);
   } finally {
     await worker.close();

@@ -46,7 +46,7 @@ async function copyAll(r: PhaseRig): Promise<void> {
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual(out.errors, []);
+  assert.deepEqual(out.problems, []);
   await advanceFloor(r.ctx, r.ledger);
 }
 
@@ -119,7 +119,7 @@ Deno.test("verify pass: one NotFound (answered once) of an evicted or a local co
         const out = await verifyPass(r);
         const what = `${c.name} of ${target}`;
         assert.ok(w.failed > failedBefore, `${what}: the store wavered`);
-        assert.deepEqual(out.errors, [], what);
+        assert.deepEqual(out.problems, [], what);
         assert.equal(out.complete, true, what);
         assert.equal(out.counts.missing, 0, `${what}: counted missing`);
         assert.equal(out.counts.recopy, 0, `${what}: sent to be copied again`);
@@ -145,7 +145,7 @@ Deno.test("verify pass: objects really deleted are found out — the local one D
     const local = copies.find((s) => !s.evicted && s.meta!.endOffset <= r.ledger.state.floor)!;
     await r.sim.deleteMany([r.ledger.keys(gone.start).log, r.ledger.keys(local.start).log]);
     const out = await verifyPass(r);
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.counts.missing, 2);
     assert.equal(out.counts.recopy, 1);
     assert.equal(missing(), 2);
@@ -183,7 +183,7 @@ Deno.test("eviction: one NotFound (answered once) while proving a copy keeps the
       assert.equal(r.logged(EVICT_UNVERIFIED).length, 1, k.name);
       // The store answers again: the next pass evicts as retention wants.
       const again = await evict(r, keepAllBut(r, 2));
-      assert.deepEqual(again.errors, [], k.name);
+      assert.deepEqual(again.problems, [], k.name);
       assert.equal(again.evicted, 2, k.name);
       assert.equal(missing(), 0, k.name);
     } finally {
@@ -238,7 +238,7 @@ Deno.test("a copy the store lists but will not HEAD: copied again where the brok
       const local = copies.find((s) => !s.evicted && s.meta!.endOffset <= r.ledger.state.floor)!;
       w.waver({ op: "head", key: exactly(r.ledger.keys(local.start).log), times: 2 });
       const out = await verifyPass(r);
-      assert.deepEqual(out.errors, []);
+      assert.deepEqual(out.problems, []);
       assert.equal(out.counts.unreadable, 1);
       assert.equal(out.counts.missing, 0);
       assert.equal(out.counts.recopy, 1);

@@ -581,7 +581,9 @@ class Pass extends Step {
     stats.evicted += report.evicted;
     stats.lost += report.lost;
     stats.remoteDeleted += report.remoteDeleted;
-    if (!w.faulty) assert.deepEqual(report.errors, [], "a pass over a healthy store has no errors");
+    if (!w.faulty) {
+      assert.deepEqual(report.problems, [], "a pass over a healthy store has no errors");
+    }
   }
   toString() {
     const r = this.retention;
@@ -680,7 +682,7 @@ async function settle(w: World): Promise<void> {
       report.remoteDeleted;
     if (moved === 0 && report.pending === 0) break;
   }
-  assert.deepEqual(report!.errors, [], "the last settling pass has no errors");
+  assert.deepEqual(report!.problems, [], "the last settling pass has no errors");
   assert.equal(report!.pending, 0, "nothing is left waiting for a copy");
   let lostRecords = 0;
   for (const p of w.parts) {
@@ -899,7 +901,7 @@ Deno.test("a copy cut off by a crash, then deleted by the broker, becomes a reco
     await rm(segments[0].indexPath);
     const worker = plainWorker(config, sim);
     // The first pass cleans up the interrupted copy, the next records the gap.
-    for (let i = 0; i < 2; i++) assert.deepEqual((await worker.pass()).errors, []);
+    for (let i = 0; i < 2; i++) assert.deepEqual((await worker.pass()).problems, []);
     await worker.close();
     const state = await durableState(config.agent.state_dir, id);
     assert.equal(getSegment(state, 0n, 0n)?.state, "LOST_BEFORE_UPLOAD");
@@ -938,7 +940,7 @@ Deno.test("a dangling cleanup cut off by a crash is finished after the restart",
     const worker = plainWorker(config, sim);
     const report = await worker.pass();
     await worker.close();
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.problems, []);
     const state = await durableState(config.agent.state_dir, id);
     assert.ok(segmentsOf(state).every((r) => r.state === "COPY_SEGMENT_FINISHED"));
     assert.equal(state.floor, segments.at(-2)!.endOffset);

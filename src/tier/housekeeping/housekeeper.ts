@@ -111,7 +111,7 @@ export class Housekeeper {
     this.#last = outcomes;
     this.#used = quota.used;
     const busy = outcomes.some((o) =>
-      o.errors.length > 0 || !o.complete || Object.values(o.counts).some((n) => n > 0)
+      o.problems.length > 0 || !o.complete || Object.values(o.counts).some((n) => n > 0)
     );
     const line = {
       requests: quota.used,

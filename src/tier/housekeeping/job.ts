@@ -8,6 +8,7 @@ import type { Logger } from "../../log.ts";
 import type { TierObserver } from "../observer.ts";
 import type { KeySpaceOwner } from "../../layout/key_space.ts";
 import type { KeySpace, PartitionLedger } from "../partition_ledger.ts";
+import type { Problem } from "../problem.ts";
 import type { HousekeepingState } from "./state.ts";
 
 /** A partition housekeeping looks after. */
@@ -40,5 +41,6 @@ export interface JobOutcome {
   complete: boolean;
   /** Counters by name (`checked`, `missing`, `deleted`, …). */
   counts: Record<string, number>;
-  errors: string[];
+  /** Its failures (kind `housekeeping`), the quota running out not among them. */
+  problems: Problem[];
 }

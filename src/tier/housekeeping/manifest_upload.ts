@@ -11,6 +11,7 @@ import { manifestKey } from "../../layout/object_keys.ts";
 import { type CopiedRecord, segmentsOf } from "../../state/segment_state.ts";
 import { VERSION } from "../../version.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
+import { noteFailure } from "../problem.ts";
 import { QuotaExhausted } from "./quota.ts";
 
 /**
@@ -81,7 +82,12 @@ function manifestDue(env: Omit<JobEnv, "store">, t: Tended, now: number): boolea
 
 /** Uploads the manifests that are due. */
 export async function uploadManifests(env: JobEnv): Promise<JobOutcome> {
-  const out: JobOutcome = { job: "manifest", complete: true, counts: { uploaded: 0 }, errors: [] };
+  const out: JobOutcome = {
+    job: "manifest",
+    complete: true,
+    counts: { uploaded: 0 },
+    problems: [],
+  };
   for (const t of env.targets) {
     const now = env.clock.now();
     if (!manifestDue(env, t, now)) continue;
@@ -92,7 +98,7 @@ export async function uploadManifests(env: JobEnv): Promise<JobOutcome> {
     } catch (err) {
       out.complete = false;
       if (err instanceof QuotaExhausted) break;
-      out.errors.push(`${key}: ${(err as Error).message}`);
+      noteFailure(out, { kind: "housekeeping", what: key }, err);
       env.log.warn("manifest upload failed; tried again next run", { key, err });
       continue;
     }

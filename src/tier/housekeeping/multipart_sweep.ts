@@ -4,6 +4,7 @@
 // An upload outside the prefix is never aborted, whatever the store's listing says.
 import { clusterRoot } from "../../layout/object_keys.ts";
 import type { JobEnv, JobOutcome } from "./job.ts";
+import { noteFailure } from "../problem.ts";
 import { QuotaExhausted } from "./quota.ts";
 
 /** An incomplete upload older than this is abandoned. */
@@ -21,7 +22,7 @@ export async function sweepMultipart(env: JobEnv): Promise<JobOutcome> {
     job: "multipart_sweep",
     complete: true,
     counts: { open: 0, aborted: 0 },
-    errors: [],
+    problems: [],
   };
   try {
     const root = clusterRoot(env.keySpace);
@@ -51,7 +52,7 @@ export async function sweepMultipart(env: JobEnv): Promise<JobOutcome> {
   } catch (err) {
     out.complete = false;
     if (!(err instanceof QuotaExhausted)) {
-      out.errors.push(`multipart sweep: ${(err as Error).message}`);
+      noteFailure(out, { kind: "housekeeping", what: "multipart sweep" }, err);
       env.log.warn("multipart sweep failed; tried again next run", { err });
     }
   }

@@ -15,6 +15,7 @@ import { partitionRoot } from "../../layout/object_keys.ts";
 import { type RetiredGeneration, retiredKey, retiredOf } from "../../state/segment_state.ts";
 import { tombstoneKey, writeTombstone } from "../retirement.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
+import { noteFailure } from "../problem.ts";
 import { QuotaExhausted } from "./quota.ts";
 
 /** Keys deleted per request. */
@@ -35,7 +36,7 @@ export async function sweepOrphans(env: JobEnv): Promise<JobOutcome> {
     job: "orphan_sweep",
     complete: true,
     counts: { retired: 0, waiting: 0, swept: 0, objects: 0 },
-    errors: [],
+    problems: [],
   };
   const grace = env.config.tiered_storage.housekeeping.orphan_grace;
   const written = new Set(env.state.orphans.tombstoned ?? []);
@@ -64,7 +65,11 @@ export async function sweepOrphans(env: JobEnv): Promise<JobOutcome> {
       } catch (err) {
         out.complete = false;
         if (err instanceof QuotaExhausted) break;
-        out.errors.push(`sweep of ${t.ledger.label} ${dirOf(r)}: ${(err as Error).message}`);
+        noteFailure(
+          out,
+          { kind: "housekeeping", what: `sweep of ${t.ledger.label} ${dirOf(r)}` },
+          err,
+        );
         env.log.warn("sweep of a retired generation stopped; it goes on next run", {
           partition: t.ledger.label,
           retired: dirOf(r),

@@ -8,6 +8,7 @@ import { checkCopy, type CopyProblem } from "../copy_check.ts";
 import type { CopiedRecord } from "../../state/segment_state.ts";
 import { segmentsOf } from "../../state/segment_state.ts";
 import type { JobEnv, JobOutcome, Tended } from "./job.ts";
+import { noteFailure } from "../problem.ts";
 import { QuotaExhausted } from "./quota.ts";
 
 /** True when a verify pass is due (or one is under way). */
@@ -25,7 +26,7 @@ export async function verifyCopies(env: JobEnv): Promise<JobOutcome> {
     job: "verify",
     complete: true,
     counts: { checked: 0, missing: 0, mismatched: 0, unreadable: 0, recopy: 0 },
-    errors: [],
+    problems: [],
   };
   const v = env.state.verify;
   const starting = Object.keys(v.cursor).length === 0;
@@ -47,7 +48,7 @@ export async function verifyCopies(env: JobEnv): Promise<JobOutcome> {
     } catch (err) {
       out.complete = false;
       if (err instanceof QuotaExhausted) return out;
-      out.errors.push(`verify of ${label}: ${(err as Error).message}`);
+      noteFailure(out, { kind: "housekeeping", what: `verify of ${label}` }, err);
       env.log.warn("verify pass stopped for a partition; it goes on next run", {
         partition: label,
         err,

@@ -12,14 +12,8 @@ import { getSegment, type SegmentRecord, segmentsOf } from "../../state/segment_
 import { CopyMismatchError, SegmentChangedError, segmentSource } from "../copy_segment.ts";
 import { proveCopy } from "../prove_copy.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
-import {
-  noProblems,
-  noteFailure,
-  type PhaseContext,
-  type Problems,
-  stopping,
-  withSegmentDeadline,
-} from "../phase.ts";
+import { type PhaseContext, stopping, withSegmentDeadline } from "../phase.ts";
+import { noProblems, noteFailure, onSegment, type Problems } from "../problem.ts";
 
 /** What the cleanup phase did. */
 export interface CleanupOutcome extends Problems {
@@ -50,7 +44,7 @@ export async function cleanupPhase(
         if (await cleanOne(ctx, ledger, rec, input)) out.adopted++;
         else out.cleaned++;
       } catch (err) {
-        noteFailure(out, `cleanup of segment ${rec.start}`, err);
+        noteFailure(out, onSegment("cleanup", rec.start), err);
         ctx.log.warn("dangling cleanup failed; retried next pass", { segment: rec.start, err });
         const now = getSegment(ledger.state, rec.generation, rec.start);
         if (now?.state === "DELETE_SEGMENT_STARTED") {

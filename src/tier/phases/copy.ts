@@ -17,14 +17,8 @@ import type { ObjectFacts } from "../../layout/object_metadata.ts";
 import { copySegment, type SegmentSource, segmentSource } from "../copy_segment.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
 import { type DamagedSegment, SegmentDamage } from "../segment_damage.ts";
-import {
-  noProblems,
-  noteFailure,
-  type PhaseContext,
-  type Problems,
-  stopping,
-  withSegmentDeadline,
-} from "../phase.ts";
+import { type PhaseContext, stopping, withSegmentDeadline } from "../phase.ts";
+import { noProblems, noteFailure, type Problems } from "../problem.ts";
 
 /** A hole (or overlap) between two consecutive local segments. */
 export interface ChainGap {
@@ -182,7 +176,7 @@ async function copyOne(
       return undefined;
     }
     // Unreadable: nothing was sent, nothing to clean up. Loud, and retried next pass.
-    noteFailure(out, seg.logPath, err);
+    noteFailure(out, { kind: "segment_unreadable", what: seg.logPath, segment: seg.start }, err);
     ctx.log.error("cannot read sealed segment; not copied", { segment: seg.start, err });
     return undefined;
   }
@@ -248,8 +242,8 @@ async function copyOne(
     return src.meta;
   } catch (err) {
     out.failed++;
-    noteFailure(out, src.keys.log, err);
-    if (out.storeUnreachable) ctx.observer.stalled?.(1);
+    const problem = noteFailure(out, { kind: "copy", what: src.keys.log, segment: seg.start }, err);
+    if (problem.storeFault) ctx.observer.stalled?.(1);
     ctx.observer.uploadProgress?.(src.keys.log, undefined);
     ctx.observer.upload?.(
       "failed",
@@ -281,7 +275,13 @@ function reportDamage(
   log: boolean,
 ): void {
   out.damaged.push(damage);
-  out.errors.push(`${damage.reason} (segment ${damage.segment} is damaged: not copied)`);
+  out.problems.push({
+    kind: "segment_damaged",
+    what: `segment ${damage.segment}`,
+    detail: damage.reason,
+    segment: damage.segment,
+    storeFault: false,
+  });
   if (!log) return;
   ctx.log.error("sealed segment is damaged: not copied, not evicted, later segments wait", {
     segment: damage.segment,

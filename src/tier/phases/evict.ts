@@ -27,15 +27,8 @@ import { attemptKey, EvictionGate, EvictionHeldError } from "../eviction_gate.ts
 import type { Admission, Evictor } from "../evictor.ts";
 import { proveCopy } from "../prove_copy.ts";
 import { type PartitionLedger, unlinkIfPresent } from "../partition_ledger.ts";
-import {
-  listLocal,
-  noProblems,
-  noteFailure,
-  type PhaseContext,
-  type Problems,
-  stopping,
-  withSegmentDeadline,
-} from "../phase.ts";
+import { listLocal, type PhaseContext, stopping, withSegmentDeadline } from "../phase.ts";
+import { noProblems, noteFailure, onSegment, type Problems } from "../problem.ts";
 import {
   chooseEvictions,
   type EvictionCandidate,
@@ -76,10 +69,14 @@ export async function evictPhase(
   for (const c of plan.changed) {
     // A sealed segment never changes; one that did (truncated behind our back) is not the
     // segment in the store, so it is never evicted, and said so on every pass.
-    out.errors.push(
-      `${c.path}: ${c.localBytes} bytes, but its verified copy has ${c.copiedBytes}: ` +
+    out.problems.push({
+      kind: "segment_changed",
+      what: c.path,
+      detail: `${c.localBytes} bytes, but its verified copy has ${c.copiedBytes}: ` +
         "changed after it was copied; not evicted",
-    );
+      segment: c.start,
+      storeFault: false,
+    });
     ctx.log.error("local segment changed after its copy was verified; not evicting it", {
       segment: c.start,
       path: c.path,
@@ -96,7 +93,12 @@ export async function evictPhase(
   }
   if (stopping(ctx)) return out;
   if (!input.format) {
-    out.errors.push(`partition ${ledger.label}: format unknown; nothing evicted`);
+    out.problems.push({
+      kind: "format_unknown",
+      what: `partition ${ledger.label}`,
+      detail: "format unknown; nothing evicted",
+      storeFault: false,
+    });
     return out;
   }
 
@@ -105,7 +107,7 @@ export async function evictPhase(
     admission = await input.evictor.admit?.(ledger.id, input.dir, chosen) ??
       { count: chosen.length };
   } catch (err) {
-    noteFailure(out, input.evictor.action, err);
+    noteFailure(out, { kind: "evict", what: input.evictor.action }, err);
     ctx.log.warn(input.evictor.refused, { err });
     return out;
   }
@@ -125,7 +127,7 @@ export async function evictPhase(
       gate.hold({ ...err.block, segment: ready[0].start });
       return out;
     }
-    noteFailure(out, input.evictor.action, err);
+    noteFailure(out, { kind: "evict", what: input.evictor.action }, err);
     ctx.log.warn(input.evictor.refused, { err });
     return out;
   }
@@ -307,7 +309,7 @@ async function verifyChosen(
       await verifyOne(ctx, ledger, seg, rec, format);
       ready.push(seg);
     } catch (err) {
-      noteFailure(out, `eviction of segment ${c.start}`, err);
+      noteFailure(out, onSegment("evict", c.start), err);
       let damage: "damaged" | "unreadable" | "none" = "none";
       if (err instanceof SegmentChangedError) {
         ctx.log.error("local segment changed after its copy was verified; not evicting it", {

@@ -18,14 +18,8 @@ import {
   segmentsOf,
 } from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
-import {
-  noProblems,
-  noteFailure,
-  type PhaseContext,
-  type Problems,
-  stopping,
-  withSegmentDeadline,
-} from "../phase.ts";
+import { type PhaseContext, stopping, withSegmentDeadline } from "../phase.ts";
+import { noProblems, noteFailure, onSegment, type Problems } from "../problem.ts";
 import { explainRetentionDeletes, type RetentionChoice } from "../policy.ts";
 
 /** Deletions left in this pass, shared by every partition (`delete_batch_per_pass`). */
@@ -128,7 +122,7 @@ export async function retentionPhase(
       budget.remaining -= 2;
       out.remoteDeleted++;
     } catch (err) {
-      noteFailure(out, `retention delete of segment ${r.start}`, err);
+      noteFailure(out, onSegment("retention_delete", r.start), err);
       ctx.log.warn("remote retention delete failed; retried next pass", {
         segment: r.start,
         err,

@@ -114,7 +114,7 @@ export async function copyAll(r: PhaseRig): Promise<void> {
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual(out.errors, []);
+  assert.deepEqual(out.problems, []);
   assert.ok(out.copied > 0, "something copied");
   await advanceFloor(r.ctx, r.ledger);
 }

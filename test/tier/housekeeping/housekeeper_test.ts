@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { partitionRoot, segmentKeys } from "../../../src/layout/object_keys.ts";
 import { incarnationHex } from "../../../src/layout/partition.ts";
 import { retiredOf, segmentsOf } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { Housekeeper } from "../../../src/tier/housekeeping/housekeeper.ts";
 import type { JobOutcome } from "../../../src/tier/housekeeping/job.ts";
 import { tombstoneKey } from "../../../src/tier/retirement.ts";
@@ -71,7 +72,7 @@ Deno.test("every job within the request quota, run after run and across a restar
       const used = r.sim.requestCount() - sent;
       assert.ok(used <= QUOTA, `run ${run + 1} sent ${used} requests, quota ${QUOTA}`);
       for (const j of jobs) {
-        assert.deepEqual(j.errors, [], `${j.job}: ${j.errors}`);
+        assert.deepEqual(j.problems, [], `${j.job}: ${j.problems.map(describeProblem)}`);
         if (j.complete) done.add(j.job);
       }
       if (run === 2) {

@@ -9,6 +9,7 @@ import { StoreError } from "../../../providers/types.ts";
 import { decodeManifest } from "../../../src/layout/manifest.ts";
 import { manifestKey } from "../../../src/layout/object_keys.ts";
 import { segmentsOf } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { manifestsDue, uploadManifests } from "../../../src/tier/housekeeping/manifest_upload.ts";
 import { emptyHousekeepingState } from "../../../src/tier/housekeeping/state.ts";
 import { writeTombstone } from "../../../src/tier/retirement.ts";
@@ -55,7 +56,12 @@ Deno.test("the manifest lists the current generation's verified copies, losses a
     );
     const before = snapshot(r);
     const { out } = await upload(r);
-    assert.deepEqual(out, { job: "manifest", complete: true, counts: { uploaded: 1 }, errors: [] });
+    assert.deepEqual(out, {
+      job: "manifest",
+      complete: true,
+      counts: { uploaded: 1 },
+      problems: [],
+    });
     const key = manifestKey(r.ledger.location());
     const after = snapshot(r);
     assert.deepEqual(
@@ -120,7 +126,7 @@ Deno.test("a failed upload is not remembered as done: the next run writes it", a
     const state = emptyHousekeepingState();
     const { out, env } = await upload(r, { state });
     assert.equal(out.complete, false);
-    assert.equal(out.errors.length, 1);
+    assert.deepEqual(out.problems.map(describeProblem), [`${key}: access denied (test)`]);
     assert.equal(r.sim.objects.has(key), false);
     assert.deepEqual(state.manifests.uploaded, {});
     assert.equal(manifestsDue(env, r.clock.now()), true);

@@ -12,6 +12,7 @@ import {
   multipartSweepDue,
   sweepMultipart,
 } from "../../../src/tier/housekeeping/multipart_sweep.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { emptyHousekeepingState } from "../../../src/tier/housekeeping/state.ts";
 import { DAY, HousekeepingRig, housekeepingRig, MINUTE } from "./_rig.ts";
 
@@ -58,7 +59,7 @@ Deno.test("an upload under the cluster's prefix is aborted once a day old, never
 
     // A day less a millisecond: nothing is old enough.
     const first = await sweep(r);
-    assert.deepEqual(first.out.errors, []);
+    assert.deepEqual(first.out.problems, []);
     assert.deepEqual(first.out.counts, { open: 2, aborted: 0 });
     assert.equal(r.sim.requestCount("abortMultipart"), 0);
 
@@ -124,7 +125,8 @@ Deno.test("an abort refused part-way: the sweep stays due and the next run abort
         : undefined;
     const { out, env } = await sweep(r);
     assert.equal(out.complete, false);
-    assert.equal(out.errors.length, 1);
+    assert.deepEqual(out.problems.map(describeProblem), ["multipart sweep: access denied (test)"]);
+    assert.equal(out.problems[0].storeFault, false, "a refusal is not an outage");
     assert.deepEqual(open(r), keys.slice(1), "stopped at the refused one");
     assert.equal(env.state.multipart.lastSweep, undefined);
     assert.equal(multipartSweepDue(env, r.clock.now()), true);
@@ -151,7 +153,7 @@ Deno.test("the request quota spent mid-sweep: not an error, the next runs go on"
       const before = open(r).length;
       const { out, env } = await sweep(r, { state, quota: 3 });
       state = env.state;
-      assert.deepEqual(out.errors, []);
+      assert.deepEqual(out.problems, []);
       assert.ok(before - open(r).length <= 2, "one listing and at most two aborts a run");
       if (open(r).length > 0) assert.equal(out.complete, false);
     }

@@ -19,6 +19,7 @@ import {
   retiredKey,
   retiredOf,
 } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import type { Tended } from "../../../src/tier/housekeeping/job.ts";
 import { uploadManifests } from "../../../src/tier/housekeeping/manifest_upload.ts";
 import { orphanSweepDue, sweepOrphans } from "../../../src/tier/housekeeping/orphan_sweep.ts";
@@ -116,7 +117,7 @@ Deno.test("a purged generation is swept only after orphan_grace: its objects and
     r.clock.advance(DAY - MINUTE);
     const before = snapshot(r);
     const first = await sweep(r);
-    assert.deepEqual(first.out.errors, []);
+    assert.deepEqual(first.out.problems, []);
     assert.deepEqual(first.out.counts, { retired: 1, waiting: 1, swept: 0, objects: 0 });
     assert.equal(r.sim.requestCount("deleteMany"), 0);
     const tombstone = tombstoneKey(r.ledger, retired);
@@ -129,7 +130,7 @@ Deno.test("a purged generation is swept only after orphan_grace: its objects and
     r.clock.advance(MINUTE);
     const beforeSweep = snapshot(r);
     const second = await sweep(r, { state: first.env.state });
-    assert.deepEqual(second.out.errors, []);
+    assert.deepEqual(second.out.problems, []);
     assert.equal(second.out.complete, true);
     assert.deepEqual(second.out.counts, {
       retired: 1,
@@ -181,7 +182,7 @@ Deno.test("a recreated topic's old incarnation is swept, every retired generatio
     r.clock.advance(DAY);
     const before = snapshot(r);
     const { out } = await sweep(r, { state: first.state });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.counts.swept, 2);
     assertOnlyGone(before, snapshot(r), gone);
     assert.ok(keysUnder(r, now.incarnation, now.generation).length >= 4, "the live copies stay");
@@ -228,7 +229,7 @@ Deno.test("the current incarnation and generation are never swept, even when the
     r.clock.advance(30 * DAY);
     const before = snapshot(r);
     const { out } = await sweep(r, { targets: [tended] });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.deepEqual(out.counts, { retired: 0, waiting: 0, swept: 0, objects: 0 });
     assert.deepEqual(snapshot(r), before, "nothing written, nothing deleted");
     assert.equal(r.sim.requestCount("deleteMany"), 0);
@@ -290,7 +291,7 @@ for (const lie of LYING_LISTINGS) {
       const before = snapshot(r);
       const { out, env } = await sweep(r, { state: first.state });
       assert.equal(out.complete, false);
-      assert.equal(out.errors.length, 1, JSON.stringify(out));
+      assert.deepEqual(out.problems.map((p) => p.kind), ["housekeeping"], JSON.stringify(out));
       assert.equal(out.counts.swept, 0);
       assert.equal(r.sim.requestCount("deleteMany"), 0, "no delete was even asked");
       assert.deepEqual(snapshot(r), before);
@@ -306,7 +307,7 @@ for (const lie of LYING_LISTINGS) {
         tombstoneKey(r.ledger, retired),
       ];
       const { out: next } = await sweep(r, { state: env.state });
-      assert.deepEqual(next.errors, []);
+      assert.deepEqual(next.problems, []);
       assert.equal(next.counts.swept, 1);
       assertOnlyGone(before, snapshot(r), gone);
     } finally {
@@ -340,7 +341,11 @@ Deno.test("a delete refused part-way keeps the tombstone until every other objec
     const { out, env } = await sweep(r, { state: first.state });
     assert.equal(out.complete, false);
     assert.equal(out.counts.swept, 0);
-    assert.equal(out.errors.length, 1);
+    assert.equal(out.problems.length, 1);
+    assert.match(
+      describeProblem(out.problems[0]),
+      new RegExp(`^sweep of ${r.ledger.label} \\S+: access denied \\(test\\)`),
+    );
     const left = snapshot(r);
     assert.equal(left.size, before.size - 100, "the first request's 100 keys went");
     assert.ok(left.has(tombstone), "the tombstone outlives the objects still there");
@@ -348,7 +353,7 @@ Deno.test("a delete refused part-way keeps the tombstone until every other objec
 
     r.honest();
     const { out: next } = await sweep(r, { state: env.state });
-    assert.deepEqual(next.errors, []);
+    assert.deepEqual(next.problems, []);
     assert.equal(next.counts.swept, 1);
     assertOnlyGone(before, snapshot(r), all);
   } finally {
@@ -434,7 +439,7 @@ Deno.test("the request quota spent mid-sweep: stopped where it was, nothing jour
       runs.push(snapshot(r));
       if (out.counts.swept === 0) {
         assert.equal(out.complete, false);
-        assert.deepEqual(out.errors, [], "the quota is not an error");
+        assert.deepEqual(out.problems, [], "the quota is not an error");
         assert.ok(snapshot(r).has(tombstone), "the tombstone stays until the end");
       }
     }
@@ -458,7 +463,7 @@ Deno.test("a crash after the deletes, before the journal: the next run finds the
     ]);
     const before = snapshot(r);
     const { out } = await sweep(r, { state: first.state });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.counts.swept, 1);
     assert.equal(out.counts.objects, 1, "only the tombstone's key was left to ask for");
     assert.deepEqual(snapshot(r), before);

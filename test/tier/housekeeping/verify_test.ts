@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { SimOp } from "../../../providers/sim/store.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { getSegment, segmentsOf } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { UnlinkEvictor } from "../../../src/tier/evictor.ts";
 import { verifyCopies } from "../../../src/tier/housekeeping/verify.ts";
 import { cleanupPhase } from "../../../src/tier/phases/cleanup.ts";
@@ -72,7 +73,7 @@ Deno.test("damaged copies: verify writes and deletes nothing; the local one goes
     const before = writes(r);
 
     const { out, env } = await verify(r);
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.complete, true);
     assert.equal(out.counts.mismatched, 2);
     assert.equal(out.counts.recopy, 1);
@@ -90,7 +91,7 @@ Deno.test("damaged copies: verify writes and deletes nothing; the local one goes
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(cleaned.errors, []);
+    assert.deepEqual(cleaned.problems, []);
     assert.equal(cleaned.cleaned, 1);
     const after = snapshot(r);
     assert.equal(after.has(r.ledger.keys(local.start).log), false);
@@ -147,7 +148,9 @@ Deno.test("a store fault mid-pass: no verdict on that copy, the cursor kept, the
         : undefined;
     const { out, env } = await verify(r);
     assert.equal(out.complete, false);
-    assert.equal(out.errors.length, 1);
+    assert.deepEqual(out.problems.map(describeProblem), [
+      `verify of ${r.ledger.label}: access denied (test)`,
+    ]);
     assert.equal(out.counts.checked, 2);
     assert.equal(out.counts.missing + out.counts.mismatched + out.counts.recopy, 0);
     assert.deepEqual(
@@ -161,7 +164,7 @@ Deno.test("a store fault mid-pass: no verdict on that copy, the cursor kept, the
     r.honest();
     r.sim.resetCounts();
     const { out: next } = await verify(r, { state: env.state });
-    assert.deepEqual(next.errors, []);
+    assert.deepEqual(next.problems, []);
     assert.equal(next.complete, true);
     assert.equal(next.counts.checked, copies.length - 2, "from the copy that was not checked on");
     assert.equal(r.sim.requestCount("head"), 2 * (copies.length - 2));

@@ -7,6 +7,7 @@ import { decorateStore } from "../../../providers/decorate.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { getSegment } from "../../../src/state/segment_state.ts";
 import { copySegment, segmentSource } from "../../../src/tier/copy_segment.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { cleanupPhase } from "../../../src/tier/phases/cleanup.ts";
 import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.ts";
 
@@ -28,7 +29,7 @@ Deno.test("cleanup: a DANGLING segment whose complete, matching copy is in the s
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.adopted, 1);
     assert.equal(out.cleaned, 0);
     const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
@@ -83,7 +84,7 @@ Deno.test("cleanup: a mismatching object is deleted, and the journaled (and any 
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.cleaned, 1);
     assert.equal(out.adopted, 0);
     const rec = getSegment(r.ledger.state, 0n, seg.startOffset)!;
@@ -137,7 +138,7 @@ Deno.test("cleanup: the journaled upload is aborted even when the store's listin
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.cleaned, 1);
     assert.equal(r.sim.uploads.has(uploadId), false, "the journaled upload was aborted");
   } finally {
@@ -164,11 +165,16 @@ Deno.test("cleanup: a store fault leaves the segment DANGLING, its object in pla
     const out = await r.clock.runUntil(
       cleanupPhase(r.ctx, r.ledger, { segments: await r.local(), format: r.format }),
     );
-    assert.equal(out.storeUnreachable, true);
     assert.equal(out.cleaned + out.adopted, 0);
-    assert.equal(out.errors.length, 1);
+    assert.equal(out.problems.length, 1);
+    const [failed] = out.problems;
+    assert.deepEqual([failed.kind, failed.segment, failed.storeFault], [
+      "cleanup",
+      seg.startOffset,
+      true,
+    ]);
     assert.match(
-      out.errors[0],
+      describeProblem(failed),
       new RegExp(`^cleanup of segment ${seg.startOffset}: connection reset`),
     );
     assert.ok(r.retries.some((e) => e.op === "delete"), "the delete was retried");
@@ -182,7 +188,7 @@ Deno.test("cleanup: a store fault leaves the segment DANGLING, its object in pla
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(next.errors, []);
+    assert.deepEqual(next.problems, []);
     assert.equal(next.cleaned, 1);
     assert.equal(r.sim.objects.has(keys.log), false);
   } finally {
@@ -210,7 +216,7 @@ Deno.test("cleanup: a DANGLING segment whose local files are gone keeps a comple
       segments: await r.local(),
       format: r.format,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.adopted, 1);
     assert.equal(out.cleaned, 2);
     const rec = getSegment(r.ledger.state, 0n, s0.startOffset)!;

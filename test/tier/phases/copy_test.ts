@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { decorateStore } from "../../../providers/decorate.ts";
 import { getSegment } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { copyPhase } from "../../../src/tier/phases/copy.ts";
 import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.ts";
 
@@ -28,8 +29,7 @@ Deno.test("copy: sealed segments are copied oldest first, each journaled copy_st
       format: r.format,
       reportedGaps: new Set(),
     });
-    assert.deepEqual(out.errors, []);
-    assert.equal(out.storeUnreachable, false);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.copied, sealed.length);
     assert.equal(out.failed, 0);
     assert.deepEqual(out.gaps, []);
@@ -87,7 +87,7 @@ Deno.test("copy: a DANGLING segment holds back every later segment; one found mi
     await recordDangling(r, s1.startOffset, "earlier failure");
     const input = { segments: await r.local(), format: r.format, reportedGaps: new Set<string>() };
     const out = await copyPhase(r.ctx, r.ledger, input);
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.copied, 1, "only the segment before the dangling one");
     assert.equal(getSegment(r.ledger.state, 0n, s0.startOffset)?.state, "COPY_SEGMENT_FINISHED");
     assert.equal(getSegment(r.ledger.state, 0n, s1.startOffset)?.state, "DANGLING");
@@ -137,9 +137,16 @@ Deno.test("copy: a cut sealed segment is reported damaged with its path and byte
     });
     assert.equal(out.copied, 1);
     assert.equal(out.failed, 0, "nothing was attempted, so nothing failed");
-    assert.equal(out.storeUnreachable, false);
-    assert.equal(out.errors.length, 1);
-    assert.ok(out.errors[0].startsWith(`${victim.logPath} @ byte `), out.errors[0]);
+    assert.equal(out.problems.length, 1);
+    const [damaged] = out.problems;
+    assert.deepEqual([damaged.kind, damaged.segment, damaged.storeFault], [
+      "segment_damaged",
+      victim.startOffset,
+      false,
+    ]);
+    const words = describeProblem(damaged);
+    assert.ok(words.startsWith(`${victim.logPath} @ byte `), words);
+    assert.ok(words.endsWith(`(segment ${victim.startOffset} is damaged: not copied)`), words);
     assert.deepEqual(out.damaged.map((d) => [d.segment, d.file, d.code]), [
       [victim.startOffset, victim.logPath, "straddles_eof"],
     ]);
@@ -179,7 +186,7 @@ Deno.test("copy: a gap between local segments is reported in every outcome but l
       reportedGaps,
     });
     assert.deepEqual(first.gaps, [gap]);
-    assert.deepEqual(first.errors, []);
+    assert.deepEqual(first.problems, []);
     assert.equal(first.copied, r.segments.length - 2, "the gap is reported, not a blocker");
     const second = await copyPhase(r.ctx, r.ledger, {
       segments: await r.local(),
@@ -213,8 +220,7 @@ Deno.test("copy: with the format unknown nothing is copied, journaled or sent", 
       reportedGaps: new Set(),
     });
     assert.deepEqual(out, {
-      errors: [],
-      storeUnreachable: false,
+      problems: [],
       copied: 0,
       adopted: 0,
       failed: 0,

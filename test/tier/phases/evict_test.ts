@@ -11,6 +11,7 @@ import { readMarker } from "../../../src/state/marker.ts";
 import { getSegment, segmentsOf } from "../../../src/state/segment_state.ts";
 import type { BrokerClient } from "../../../src/tier/broker_client.ts";
 import { BrokerEvictor, type Evictor, UnlinkEvictor } from "../../../src/tier/evictor.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { copyPhase } from "../../../src/tier/phases/copy.ts";
 import { evictPhase } from "../../../src/tier/phases/evict.ts";
 import { advanceFloor } from "../../../src/tier/phases/floor.ts";
@@ -71,7 +72,7 @@ async function copyAll(r: PhaseRig, o: { advance?: boolean } = {}): Promise<void
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual(out.errors, []);
+  assert.deepEqual(out.problems, []);
   if (o.advance ?? true) await advanceFloor(r.ctx, r.ledger);
 }
 
@@ -95,7 +96,7 @@ Deno.test("evict: a verified prefix under the floor goes, while local retention 
       topic: { ...r.topic, local_retention_size: keepAllBut(r, 2) },
       evictor,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.evicted, 2);
     assert.equal(out.pressured, false, "the floor allows everything retention wants");
     assert.deepEqual(evictor.calls.map((c) => c.starts), [
@@ -138,7 +139,7 @@ Deno.test("evict: nothing above the floor goes, copied or not; pressured says re
       topic: { ...r.topic, local_retention_size: 0 }, // wants every sealed segment gone
       evictor,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.evicted, 2);
     assert.equal(out.pressured, true);
     assert.deepEqual(evictor.calls[0].starts, [s0.startOffset, s1.startOffset]);
@@ -173,7 +174,7 @@ Deno.test("evict: only what the directory shows gone is recorded evicted", async
       topic: { ...r.topic, local_retention_size: keepAllBut(r, 2) },
       evictor,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(evictor.calls[0].starts.length, 2);
     assert.equal(out.evicted, 1);
     assert.equal(getSegment(r.ledger.state, 0n, segments[0].start)?.evicted, true);
@@ -207,7 +208,7 @@ Deno.test("evict: the log line counts exactly what left the disk, up to the high
       topic: { ...r.topic, local_retention_size: keepAllBut(r, 4) },
       evictor,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.deepEqual(evictor.calls.map((c) => c.starts), [
       segments.slice(1, 4).map((s) => s.start),
     ]);
@@ -255,14 +256,16 @@ Deno.test("evict: a local segment whose bytes changed after its copy is refused 
     });
     assert.equal(out.evicted, 0);
     assert.deepEqual(evictor.calls, [], "the evictor was never called");
-    assert.equal(out.errors.length, 1);
+    assert.equal(out.problems.length, 1);
+    const [changed] = out.problems;
+    assert.deepEqual([changed.kind, changed.segment], ["evict", victim.start]);
+    assert.equal(changed.storeFault, false, "a changed file is not a store fault");
     assert.ok(
-      out.errors[0].startsWith(
+      describeProblem(changed).startsWith(
         `eviction of segment ${victim.start}: ${victim.logPath}: contents differ`,
       ),
-      out.errors[0],
+      describeProblem(changed),
     );
-    assert.equal(out.storeUnreachable, false, "a changed file is not a store fault");
     assert.equal(
       await exists(markerPaths(r.ledger.stateDir, victim.start).marker),
       false,
@@ -292,8 +295,13 @@ Deno.test("evict: an evictor that throws leaves everything local and recorded so
     });
     assert.equal(evictor.calls.length, 1);
     assert.equal(out.evicted, 0);
-    assert.deepEqual(out.errors, ["fake removal: broker answered 500"]);
-    assert.equal(out.storeUnreachable, false);
+    assert.deepEqual(out.problems, [{
+      kind: "evict",
+      what: "fake removal",
+      detail: "broker answered 500",
+      storeFault: false,
+    }]);
+    assert.deepEqual(out.problems.map(describeProblem), ["fake removal: broker answered 500"]);
     for (const s of r.segments) assert.ok(await exists(s.logPath), `${s.logPath} stays`);
     assert.ok(segmentsOf(r.ledger.state).every((s) => !s.evicted));
     assert.equal(r.observer.evictedCount, 0);
@@ -317,7 +325,7 @@ Deno.test("evict: a copied segment whose files are already gone is recorded evic
       topic: r.topic, // no local retention at all
       evictor,
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.evicted, 1);
     assert.deepEqual(evictor.calls, []);
     assert.equal(getSegment(r.ledger.state, 0n, first.start)?.evicted, true);

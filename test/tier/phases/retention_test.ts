@@ -8,6 +8,7 @@ import { decorateStore } from "../../../providers/decorate.ts";
 import { StoreError } from "../../../providers/types.ts";
 import { markerPaths } from "../../../src/layout/state_paths.ts";
 import { getSegment } from "../../../src/state/segment_state.ts";
+import { describeProblem } from "../../../src/tier/problem.ts";
 import { copyPhase } from "../../../src/tier/phases/copy.ts";
 import { advanceFloor } from "../../../src/tier/phases/floor.ts";
 import { type RetentionInput, retentionPhase } from "../../../src/tier/phases/retention.ts";
@@ -39,7 +40,7 @@ async function copiedRig(o: { failDeletes?: () => boolean } = {}) {
     format: r.format,
     reportedGaps: new Set(),
   });
-  assert.deepEqual(out.errors, []);
+  assert.deepEqual(out.problems, []);
   await advanceFloor(r.ctx, r.ledger);
   return { r, deleted, sealed: r.segments.slice(0, -1) };
 }
@@ -72,7 +73,7 @@ Deno.test("retention: expired remote copies are deleted oldest first, stopping b
       format: r.format,
     });
     const out = await retentionPhase(r.ctx, r.ledger, await expired(r));
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.remoteDeleted, 2);
     assert.deepEqual(deleted, [[r.ledger.keys(sealed[0].startOffset).log], [
       r.ledger.keys(sealed[1].startOffset).log,
@@ -134,7 +135,7 @@ Deno.test("retention: a journaled DELETE_SEGMENT_STARTED is finished, even with 
       ...(await expired(r)),
       topic: { ...r.topic, message_expiry: Infinity, max_topic_size: Infinity },
     });
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.remoteDeleted, 1);
     assert.equal(stateOf(r, s0.startOffset)?.state, "DELETE_SEGMENT_FINISHED");
     assert.equal(r.sim.objects.has(r.ledger.keys(s0.startOffset).log), false);
@@ -150,17 +151,22 @@ Deno.test("retention: a failed delete stays journaled as started and is resumed 
   try {
     const out = await r.clock.runUntil(retentionPhase(r.ctx, r.ledger, await expired(r)));
     assert.equal(out.remoteDeleted, 0);
-    assert.equal(out.storeUnreachable, true);
+    assert.equal(out.problems.length, 1, "the first failure stops the phase");
+    const [failed] = out.problems;
+    assert.deepEqual([failed.kind, failed.segment, failed.storeFault], [
+      "retention_delete",
+      sealed[0].startOffset,
+      true,
+    ]);
     assert.match(
-      out.errors[0],
+      describeProblem(failed),
       new RegExp(`^retention delete of segment ${sealed[0].startOffset}: `),
     );
-    assert.equal(out.errors.length, 1, "the first failure stops the phase");
     assert.equal(stateOf(r, sealed[0].startOffset)?.state, "DELETE_SEGMENT_STARTED");
     assert.equal(stateOf(r, sealed[1].startOffset)?.state, "COPY_SEGMENT_FINISHED");
     down = false;
     const next = await retentionPhase(r.ctx, r.ledger, await expired(r));
-    assert.deepEqual(next.errors, []);
+    assert.deepEqual(next.problems, []);
     assert.equal(next.remoteDeleted, sealed.length);
   } finally {
     await r.cleanup();
@@ -238,7 +244,7 @@ Deno.test("retention: a copy is deleted only once it has been deletable for dele
     assert.equal((await pass()).remoteDeleted, 0);
     r.clock.advance(1);
     const out = await pass();
-    assert.deepEqual(out.errors, []);
+    assert.deepEqual(out.problems, []);
     assert.equal(out.remoteDeleted, sealed.length, "60 s deletable: every expired copy goes");
     assert.equal(stateOf(r, s0)?.state, "DELETE_SEGMENT_FINISHED");
   } finally {
