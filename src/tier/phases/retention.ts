@@ -15,6 +15,7 @@ import {
   getSegment,
   type PartitionState,
   type RecordWithCopy,
+  type SegmentRecord,
   segmentsOf,
 } from "../../state/segment_state.ts";
 import type { PartitionLedger } from "../partition_ledger.ts";
@@ -232,9 +233,10 @@ export function planRetention(input: RetentionPlanInput): RetentionPlan {
   // Resume deletions a crash or a store failure interrupted (unless a consumer has since moved
   // back onto them), then choose new ones.
   const resume = started.filter((r) => deletableUnder(barrier, r.meta.endOffset));
-  const remote = records.filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED");
-  const totalBytes = remote.reduce((n, r) => n + (r.evicted ? r.meta.size : 0), 0) +
+  const copies = records.filter((r): r is CopiedRecord => r.state === "COPY_SEGMENT_FINISHED");
+  const totalBytes = copies.reduce((n, r) => n + (r.evicted ? r.meta.size : 0), 0) +
     input.segments.reduce((n, s) => n + s.logSize, 0);
+  const remote = deletableRun(records, state.floor, new Set(input.segments.map((s) => s.start)));
   const share = topic.max_topic_size / Math.max(1, input.partitionsInTopic);
   const limit = Math.max(0, Math.min(input.budget, input.pendingPerPartition - started.length));
   const deletable = explainRetentionDeletes(
@@ -253,4 +255,47 @@ export function planRetention(input: RetentionPlanInput): RetentionPlan {
   );
   // The choice is a prefix whatever the limit, so this pass's share is the first `limit`.
   return { resume, chosen: deletable.slice(0, limit), deletable };
+}
+
+/**
+ * The verified copies total retention may choose from: those in the unbroken run of settled
+ * segments from the oldest on, up to the floor. Deleting oldest first then keeps the store's
+ * chain a suffix. An older segment whose copy is still on its way (a copy started, a copy gone
+ * bad and being cleaned up to be made again, a hole the broker can still fill) ends the run: a
+ * newer copy deleted past it would leave that one, once it lands, below a gap. So does the
+ * floor: above it a segment may not have been copied at all yet.
+ *
+ * @param records the generation's records, oldest first
+ * @param floor the partition's tiered_up_to_offset
+ * @param local the starts of the segments the broker still has
+ */
+export function deletableRun(
+  records: readonly SegmentRecord[],
+  floor: bigint,
+  local: ReadonlySet<bigint>,
+): CopiedRecord[] {
+  const out: CopiedRecord[] = [];
+  for (const r of records) {
+    switch (r.state) {
+      case "COPY_SEGMENT_FINISHED":
+        if (r.meta.endOffset > floor) return out;
+        out.push(r);
+        continue;
+      case "LOST_BEFORE_UPLOAD":
+        continue; // nothing will ever land there
+      case "DELETE_SEGMENT_STARTED":
+      case "DELETE_SEGMENT_FINISHED":
+        // Retention's own deletions are settled; a dangling copy's cleanup is settled only
+        // where the broker no longer has the segment to copy again.
+        if (r.deleteCause === "retention" || !local.has(r.start)) continue;
+        return out;
+      case "HOLE":
+        if (!local.has(r.start)) continue;
+        return out;
+      case "COPY_SEGMENT_STARTED":
+      case "DANGLING":
+        return out;
+    }
+  }
+  return out;
 }

@@ -283,3 +283,27 @@ Deno.test("retention: copies left waiting (grace, budget) are reported chosen, d
     await r.cleanup();
   }
 });
+
+Deno.test("retention: no newer copy is deleted past an older segment whose copy is being made again", async () => {
+  // The oldest copy went bad while the broker still has the segment (it is cleaned up and copied
+  // again): deleting the expired copies after it would leave it, once it lands, below a gap.
+  const { r, deleted, sealed } = await copiedRig();
+  try {
+    await r.ledger.record({
+      type: "dangling",
+      segment: sealed[0].startOffset,
+      generation: 0n,
+      reason: "verify: the object is gone",
+      at: r.ctx.clock.now(),
+    });
+    const out = await retentionPhase(r.ctx, r.ledger, await expired(r));
+    assert.deepEqual(out.problems, []);
+    assert.equal(out.remoteDeleted, 0);
+    assert.deepEqual(deleted, []);
+    for (const s of sealed.slice(1)) {
+      assert.equal(stateOf(r, s.startOffset)?.state, "COPY_SEGMENT_FINISHED");
+    }
+  } finally {
+    await r.cleanup();
+  }
+});
