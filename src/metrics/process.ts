@@ -4,6 +4,7 @@
 // is no `/proc/self/stat` (macOS, a locked-down sandbox) they are not registered at all rather
 // than shown as 0.
 import { readdirSync, readFileSync } from "node:fs";
+import process from "node:process";
 import type { Registry } from "./registry.ts";
 
 /** The kernel's USER_HZ: `/proc` reports CPU times in 1/100 s on every Linux architecture. */
@@ -127,4 +128,41 @@ export function registerProcessMetrics(registry: Registry, proc: ProcSource = pr
     }
   });
   return true;
+}
+
+/** What the runtime says of its JavaScript heap (`process.memoryUsage()`). */
+export interface HeapUsage {
+  /** Bytes held by live objects and garbage not yet collected. */
+  heapUsed: number;
+  /** Bytes the runtime has reserved for the heap. */
+  heapTotal: number;
+}
+
+/**
+ * Registers `tierd_heap_used_bytes` and `tierd_heap_total_bytes`, read at every render: what
+ * the JavaScript heap holds and what the runtime reserved for it. The resident size grows with
+ * the reservation, which a runtime enlarges in steps under a high allocation rate and gives back
+ * late; a heap whose used bytes keep rising after collections is what a leak looks like.
+ *
+ * @param usage where to read @default process.memoryUsage
+ */
+export function registerHeapMetrics(
+  registry: Registry,
+  usage: () => HeapUsage = () => process.memoryUsage(),
+): void {
+  const used = registry.gauge(
+    "tierd_heap_used_bytes",
+    "JavaScript heap bytes in use (live objects and uncollected garbage).",
+  );
+  const total = registry.gauge(
+    "tierd_heap_total_bytes",
+    "JavaScript heap bytes the runtime has reserved.",
+  );
+  registry.onCollect(() => {
+    const u = usage();
+    used.reset();
+    used.set(undefined, u.heapUsed);
+    total.reset();
+    total.set(undefined, u.heapTotal);
+  });
 }

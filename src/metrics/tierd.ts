@@ -9,7 +9,7 @@ import { systemClock } from "../base/clock.ts";
 import type { EvictionReason } from "../cache/policy.ts";
 import type { FetchOutcome } from "../cache/stats.ts";
 import type { ReadErrorCode } from "../read/errors.ts";
-import { registerProcessMetrics } from "./process.ts";
+import { registerHeapMetrics, registerProcessMetrics } from "./process.ts";
 import { type Counter, type Gauge, type Histogram, Registry } from "./registry.ts";
 import { VERSION } from "../version.ts";
 
@@ -399,6 +399,7 @@ export function createTierdMetrics(
   m.startTime.set(undefined, startTimeMs / 1000);
   initKnownSeries(m);
   registerProcessMetrics(registry);
+  registerHeapMetrics(registry);
   return m;
 }
 

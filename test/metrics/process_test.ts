@@ -1,7 +1,11 @@
 // process_* metrics: read from a fake /proc (fields after the command name, which may hold
 // spaces and parentheses), left out where there is no /proc, and from the real /proc on Linux.
 import assert from "node:assert/strict";
-import { registerProcessMetrics, sampleProcess } from "../../src/metrics/process.ts";
+import {
+  registerHeapMetrics,
+  registerProcessMetrics,
+  sampleProcess,
+} from "../../src/metrics/process.ts";
 import { Registry } from "../../src/metrics/registry.ts";
 import { parseExposition } from "./_exposition.ts";
 
@@ -61,4 +65,15 @@ Deno.test({
       `started ${startedSecondsAgo} s ago`,
     );
   },
+});
+
+Deno.test("heap metrics: the runtime's heap in use and reserved, read at every render", async () => {
+  const r = new Registry();
+  let used = 10;
+  registerHeapMetrics(r, () => ({ heapUsed: used, heapTotal: 64 }));
+  assert.match(await r.render(), /^tierd_heap_used_bytes 10$/m);
+  used = 20;
+  const text = await r.render();
+  assert.match(text, /^tierd_heap_used_bytes 20$/m);
+  assert.match(text, /^tierd_heap_total_bytes 64$/m);
 });
