@@ -9,7 +9,7 @@ import type { ObjectStore } from "../../providers/types.ts";
 import { ChunkCache, chunkCacheOptions } from "../cache/mod.ts";
 import { PemFileError, readPemFile, TlsPairError } from "../config/pem_file.ts";
 import { createApp, createOpsApp } from "../http/app.ts";
-import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
+import { type RunningServer, serve } from "../http/serve.ts";
 import { createIggyHttp, type IggyHttp } from "../iggy_http/app.ts";
 import type { IggyTcp } from "../iggy_tcp/front.ts";
 import { startIggyTcpFromConfig } from "../iggy_tcp/from_config.ts";
@@ -27,7 +27,13 @@ import { reloadConfig } from "../runtime/reload.ts";
 import { systemdNotifier } from "../runtime/systemd.ts";
 import { passAnswer, TierWorker } from "../tier/tier_worker.ts";
 import type { AgentContext } from "./context.ts";
-import { brokerCa, listenerTls, readGuardFor, serverUrl } from "./listeners.ts";
+import {
+  brokerCa,
+  httpListenerOptions,
+  listenerTls,
+  readGuardFor,
+  serverUrl,
+} from "./listeners.ts";
 import { PartitionWatch } from "./partition_watch.ts";
 import { runLoop } from "./run_loop.ts";
 
@@ -154,16 +160,17 @@ export async function runAgent(
     scrub: ctx.scrub,
   });
   const tls = listenerTls(config);
-  const server = await serve(app, {
-    ...listenOptions(config.agent.listen),
-    signal: stop.signal,
-    headerTimeoutMs: config.agent.http_header_timeout,
-    idleTimeoutMs: config.agent.http_idle_timeout,
-    maxConnections: config.agent.http_max_connections || undefined,
-    clock,
-    logger,
-    tls,
-  });
+  const maxConnections = config.agent.http_max_connections || undefined;
+  const server = await serve(
+    app,
+    httpListenerOptions(config, config.agent.listen, {
+      signal: stop.signal,
+      maxConnections,
+      clock,
+      logger,
+      tls,
+    }),
+  );
   if (server.reloadTls) reloadTls.push(server.reloadTls);
   logger.info("http api listening", { url: serverUrl(server), read_auth: config.agent.read_auth });
   if (config.agent.read_auth_insecure && config.agent.read_auth === "none") {
@@ -176,14 +183,10 @@ export async function runAgent(
   // Probes and metrics alone, for the kubelet and Prometheus (they stay on the API as well).
   let ops: RunningServer | undefined;
   if (config.agent.ops_listen !== "") {
-    ops = await serve(createOpsApp({ read, registry, metrics, ready: () => ready, logger }), {
-      ...listenOptions(config.agent.ops_listen),
-      signal: stop.signal,
-      headerTimeoutMs: config.agent.http_header_timeout,
-      idleTimeoutMs: config.agent.http_idle_timeout,
-      clock,
-      logger,
-    });
+    ops = await serve(
+      createOpsApp({ read, registry, metrics, ready: () => ready, logger }),
+      httpListenerOptions(config, config.agent.ops_listen, { signal: stop.signal, clock, logger }),
+    );
     logger.info("ops listening (probes and metrics)", { url: serverUrl(ops) });
   }
   // Ready once every partition is open (journal replay, boot reconciliation), not after the
@@ -210,16 +213,16 @@ export async function runAgent(
     });
     iggy = {
       handler,
-      server: await serve(handler, {
-        ...listenOptions(config.agent.iggy_http.listen),
-        signal: stop.signal,
-        headerTimeoutMs: config.agent.http_header_timeout,
-        idleTimeoutMs: config.agent.http_idle_timeout,
-        maxConnections: config.agent.http_max_connections || undefined,
-        clock,
-        logger,
-        tls,
-      }),
+      server: await serve(
+        handler,
+        httpListenerOptions(config, config.agent.iggy_http.listen, {
+          signal: stop.signal,
+          maxConnections,
+          clock,
+          logger,
+          tls,
+        }),
+      ),
     };
     if (iggy.server.reloadTls) reloadTls.push(iggy.server.reloadTls);
     logger.info("iggy http api listening", {

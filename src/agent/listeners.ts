@@ -1,11 +1,30 @@
-// What the agent's listeners are built with: the records route's guard, the TLS pair (read again
-// on SIGHUP), the broker's CA, and the URL a listener answers on.
+// What the agent's listeners are built with: the options every HTTP listener shares, the records
+// route's guard, the TLS pair (read again on SIGHUP), the broker's CA, and the URL a listener
+// answers on.
 import type { Clock } from "../base/clock.ts";
 import { readPemFile } from "../config/pem_file.ts";
 import type { Config } from "../config/schema.ts";
 import { iggyReadGuard, type ReadGuard, tokenReadGuard } from "../http/read_auth.ts";
-import type { RunningServer } from "../http/serve.ts";
+import { listenOptions, type RunningServer, type ServeOptions } from "../http/serve.ts";
+import type { Logger } from "../log.ts";
 import { Upstream } from "../iggy_http/upstream.ts";
+
+/**
+ * The options of an HTTP listener of the agent on `listen`: the config's header and idle
+ * timeouts, with what this listener adds (its signal, connection cap, TLS).
+ */
+export function httpListenerOptions(
+  config: Config,
+  listen: string,
+  o: { clock: Clock; logger: Logger } & Pick<ServeOptions, "signal" | "maxConnections" | "tls">,
+): ServeOptions {
+  return {
+    ...listenOptions(listen),
+    headerTimeoutMs: config.agent.http_header_timeout,
+    idleTimeoutMs: config.agent.http_idle_timeout,
+    ...o,
+  };
+}
 
 /** The records route's guard for `agent.read_auth` (none for `none`), and what it holds. */
 export function readGuardFor(

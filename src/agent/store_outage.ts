@@ -5,7 +5,7 @@ import { systemClock } from "../base/clock.ts";
 import type { ProbeResult } from "../../providers/probe.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { createOpsApp } from "../http/app.ts";
-import { listenOptions, type RunningServer, serve } from "../http/serve.ts";
+import { type RunningServer, serve } from "../http/serve.ts";
 import { markStalled } from "../metrics/observers.ts";
 import type { Registry } from "../metrics/registry.ts";
 import type { createTierdMetrics } from "../metrics/tierd.ts";
@@ -13,7 +13,7 @@ import { createReadContext } from "../read/context.ts";
 import { systemdNotifier } from "../runtime/systemd.ts";
 import type { AgentContext } from "./context.ts";
 import { type FailedProbe, waitForStore } from "./store_wait.ts";
-import { listenerTls } from "./listeners.ts";
+import { httpListenerOptions, listenerTls } from "./listeners.ts";
 
 /**
  * Waits for a store that did not answer the start's probe, answering `/healthz`, `/readyz` and
@@ -63,15 +63,15 @@ export async function waitOutOutage(
     try {
       for (const [i, listen] of listeners.entries()) {
         servers.push(
-          await serve(handler, {
-            ...listenOptions(listen),
-            headerTimeoutMs: config.agent.http_header_timeout,
-            idleTimeoutMs: config.agent.http_idle_timeout,
-            clock: systemClock,
-            logger,
-            // The API's listener keeps its TLS; the ops listener has none.
-            tls: i === 0 ? listenerTls(config) : undefined,
-          }),
+          await serve(
+            handler,
+            httpListenerOptions(config, listen, {
+              clock: systemClock,
+              logger,
+              // The API's listener keeps its TLS; the ops listener has none.
+              tls: i === 0 ? listenerTls(config) : undefined,
+            }),
+          ),
         );
       }
     } catch (err) {
