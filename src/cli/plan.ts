@@ -8,6 +8,7 @@
 import { systemClock } from "../base/clock.ts";
 import { tieredTopic } from "../config/topics.ts";
 import { humanSize } from "../config/units.ts";
+import { partitionsPerTopic } from "../layout/partition.ts";
 import { discoverPartitions } from "../partition/discover.ts";
 import { chooseEvictor } from "../tier/eviction_route.ts";
 import {
@@ -55,15 +56,9 @@ async function plan({ values }: ParsedArgs): Promise<number> {
   const { config } = ctx;
   const parts = (await tieredPartitions(config, filter)).filter((p) => p.dir !== undefined);
   // Every broker partition of a topic shares its max_topic_size, filtered or not.
-  const perTopic = new Map<string, number>();
-  const all = await discoverPartitions(
-    config.agent.data_dir,
-    (id) => tieredTopic(config, id) !== undefined,
+  const perTopic = partitionsPerTopic(
+    await discoverPartitions(config.agent.data_dir, (id) => tieredTopic(config, id) !== undefined),
   );
-  for (const p of all) {
-    const key = `${p.stream}/${p.topic}`;
-    perTopic.set(key, (perTopic.get(key) ?? 0) + 1);
-  }
   const env = { config, evictor: chooseEvictor({ config }, systemClock), clock: systemClock };
   const plans: PartitionPlan[] = [];
   for (const part of parts) {
@@ -73,7 +68,7 @@ async function plan({ values }: ParsedArgs): Promise<number> {
         env,
         { ...part, dir: part.dir! },
         topic,
-        perTopic.get(`${part.id.stream}/${part.id.topic}`) ?? 1,
+        Math.max(1, perTopic(part.id)),
       ),
     );
   }

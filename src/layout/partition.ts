@@ -9,6 +9,20 @@ export interface PartitionId {
   partition: number;
 }
 
+/**
+ * How many of `ids` belong to each topic: what a topic's `max_topic_size` is divided among.
+ *
+ * @returns the count for a partition's topic (0 for a topic none of `ids` belongs to)
+ */
+export function partitionsPerTopic(
+  ids: Iterable<Pick<PartitionId, "stream" | "topic">>,
+): (id: Pick<PartitionId, "stream" | "topic">) => number {
+  const counts = new Map<string, number>();
+  const key = (id: Pick<PartitionId, "stream" | "topic">) => `${id.stream}/${id.topic}`;
+  for (const id of ids) counts.set(key(id), (counts.get(key(id)) ?? 0) + 1);
+  return (id) => counts.get(key(id)) ?? 0;
+}
+
 /** `streams/{s}/topics/{t}/partitions/{p}` — the same relative path in the broker and state dirs. */
 export function partitionRelPath(id: PartitionId): string {
   return join(

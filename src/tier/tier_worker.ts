@@ -11,7 +11,7 @@ import { RetryingStore } from "../../providers/retrying_store.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import type { Config } from "../config/schema.ts";
 import { tieredTopic } from "../config/topics.ts";
-import { type PartitionId, partitionLabel } from "../layout/partition.ts";
+import { type PartitionId, partitionLabel, partitionsPerTopic } from "../layout/partition.ts";
 import type { Logger } from "../log.ts";
 import { type DiscoveredPartition, discoverPartitions } from "../partition/discover.ts";
 import type { KeySpaceOwner } from "../layout/key_space.ts";
@@ -321,11 +321,7 @@ export class TierWorker {
       Number(b.lastPass?.pressured ?? false) - Number(a.lastPass?.pressured ?? false) ||
       (b.lastPass?.pending ?? 1) - (a.lastPass?.pending ?? 1)
     );
-    const perTopic = new Map<string, number>();
-    for (const p of partitions) {
-      const k = topicKey(p.id);
-      perTopic.set(k, (perTopic.get(k) ?? 0) + 1);
-    }
+    const perTopic = partitionsPerTopic(partitions.map((p) => p.id));
     const ts = this.#config.tiered_storage;
     const budget: DeleteBudget = { remaining: ts.delete_batch_per_pass };
     const backlog = partitions.filter((p) => (p.lastPass?.pending ?? 1) > 0).length;
@@ -339,7 +335,7 @@ export class TierWorker {
         try {
           reports.push(
             await p.pass(topic, {
-              partitionsInTopic: perTopic.get(topicKey(p.id)),
+              partitionsInTopic: perTopic(p.id),
               deleteBudget: budget,
             }),
           );
@@ -465,10 +461,6 @@ export class TierWorker {
     for (const p of this.#partitions.values()) await p.close();
     this.#partitions.clear();
   }
-}
-
-function topicKey(id: PartitionId): string {
-  return `${id.stream}/${id.topic}`;
 }
 
 function summarize(reports: PartitionPassReport[]): PassReport {
