@@ -51,29 +51,12 @@ export async function checkCopy(
   options: CheckCopyOptions = {},
 ): Promise<CopyCheck> {
   const { signal } = options;
-  const head = await headOrMissing(store, keys.log, { checksums: options.checksums, signal });
-  if (head === "gone") {
-    return { problem: { key: keys.log, kind: "missing", detail: "the object is gone" } };
-  }
-  if (head === "unreadable") {
-    return {
-      problem: {
-        key: keys.log,
-        kind: "unreadable",
-        detail: "the store lists the object but answers NotFound to a HEAD of it",
-      },
-    };
-  }
-  if (head.size !== meta.size) {
-    return {
-      problem: {
-        key: keys.log,
-        kind: "mismatched",
-        differs: "size",
-        detail: `object is ${head.size} bytes, the copy was ${meta.size}`,
-      },
-    };
-  }
+  const log = await headOfSize(store, keys.log, "object", meta.size, {
+    checksums: options.checksums,
+    signal,
+  });
+  if ("problem" in log) return log;
+  const head = log.head;
   try {
     const remote = fromUserMetadata(keys.log, head.metadata);
     if (!sameSegment(remote, { ...meta, format: format ?? remote.format })) {
@@ -96,30 +79,44 @@ export async function checkCopy(
       },
     };
   }
-  const ihead = await headOrMissing(store, keys.index, { signal });
-  if (ihead === "gone") {
-    return { problem: { key: keys.index, kind: "missing", detail: "the index object is gone" } };
-  }
-  if (ihead === "unreadable") {
+  const index = await headOfSize(store, keys.index, "index object", meta.indexSize, { signal });
+  if ("problem" in index) return index;
+  return { log: head, index: index.head };
+}
+
+/**
+ * HEADs one of a copy's objects (`noun` names it in the problem: "object", "index object") and
+ * checks it is there with the size the journal recorded.
+ */
+async function headOfSize(
+  store: ObjectStore,
+  key: string,
+  noun: string,
+  size: number,
+  options: { checksums?: boolean; signal?: AbortSignal },
+): Promise<{ head: ObjectHead } | { problem: CopyProblem }> {
+  const head = await headOrMissing(store, key, options);
+  if (head === "gone") return { problem: { key, kind: "missing", detail: `the ${noun} is gone` } };
+  if (head === "unreadable") {
     return {
       problem: {
-        key: keys.index,
+        key,
         kind: "unreadable",
-        detail: "the store lists the index object but answers NotFound to a HEAD of it",
+        detail: `the store lists the ${noun} but answers NotFound to a HEAD of it`,
       },
     };
   }
-  if (ihead.size !== meta.indexSize) {
+  if (head.size !== size) {
     return {
       problem: {
-        key: keys.index,
+        key,
         kind: "mismatched",
         differs: "size",
-        detail: `index object is ${ihead.size} bytes, the copy was ${meta.indexSize}`,
+        detail: `${noun} is ${head.size} bytes, the copy was ${size}`,
       },
     };
   }
-  return { log: head, index: ihead };
+  return { head };
 }
 
 /**
