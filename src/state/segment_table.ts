@@ -41,6 +41,9 @@ function rowKey(start: bigint): number | bigint {
   return start <= MAX_EXACT ? Number(start) : start;
 }
 
+/** The row keys of rows set out of start order (rare: a journal records segments in order). */
+type RowIndex = Map<number | bigint, number>;
+
 /** The records of one generation, by start offset, in the order they were first set. */
 export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
   readonly generation: bigint;
@@ -49,7 +52,12 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
   #f64: Float64Array;
   #flags: Uint8Array;
   #extras = new Map<number, Extras>();
-  #rows = new Map<number | bigint, number>();
+  /**
+   * Undefined while the rows are in ascending start order, as a journal sets them: a row is then
+   * found by a binary search of the start column, and the table holds no per-row index (a Map
+   * entry a row was most of a segment's memory at rest). Built once a row comes out of order.
+   */
+  #rows: RowIndex | undefined;
 
   /**
    * @param generation the generation every record of the table belongs to
@@ -77,7 +85,7 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
     t.#f64.set(this.#f64.subarray(0, this.#count * F64_PER_ROW));
     t.#flags.set(this.#flags.subarray(0, this.#count));
     t.#extras = new Map(this.#extras);
-    t.#rows = new Map(this.#rows);
+    t.#rows = this.#rows && new Map(this.#rows);
     return t;
   }
 
@@ -101,12 +109,11 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
       m.checksum & U64_MAX,
       u64(m.checksum >> 64n, "checksum"),
     ];
-    const key = rowKey(start);
-    let row = this.#rows.get(key);
+    let row = this.#rowOf(start);
     if (row === undefined) {
       row = this.#count++;
       this.#grow();
-      this.#rows.set(key, row);
+      this.#index(row, start);
     }
     const u = row * U64_PER_ROW;
     const f = row * F64_PER_ROW;
@@ -132,12 +139,37 @@ export class SegmentTable implements ReadonlyMap<bigint, SegmentRecord> {
   }
 
   get(start: bigint): SegmentRecord | undefined {
-    const row = this.#rows.get(rowKey(start));
+    const row = this.#rowOf(start);
     return row === undefined ? undefined : this.#record(row);
   }
 
   has(start: bigint): boolean {
-    return this.#rows.has(rowKey(start));
+    return this.#rowOf(start) !== undefined;
+  }
+
+  /** The row holding `start`, if any. */
+  #rowOf(start: bigint): number | undefined {
+    if (this.#rows) return this.#rows.get(rowKey(start));
+    let lo = 0;
+    let hi = this.#count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = this.#u64[mid * U64_PER_ROW];
+      if (at === start) return mid;
+      if (at < start) lo = mid + 1;
+      else hi = mid;
+    }
+    return undefined;
+  }
+
+  /** Makes new row `row` findable by `start` (its start column is written by the caller). */
+  #index(row: number, start: bigint): void {
+    if (!this.#rows && row > 0 && this.#u64[(row - 1) * U64_PER_ROW] > start) {
+      const rows: RowIndex = new Map();
+      for (let r = 0; r < row; r++) rows.set(rowKey(this.#u64[r * U64_PER_ROW]), r);
+      this.#rows = rows;
+    }
+    this.#rows?.set(rowKey(start), row);
   }
 
   *keys(): MapIterator<bigint> {
