@@ -33,7 +33,10 @@ export interface RangeReadOptions {
 
 /** Serves byte ranges of remote objects (through a cache, or straight from the store). */
 export interface RangeReader {
-  /** Bytes [start, start + length) of `src` (clamped to its size). */
+  /**
+   * Bytes [start, start + length) of `src` (clamped to its size): possibly a view of bytes the
+   * reader still holds for others, which the caller must not change.
+   */
   read(
     src: ChunkSource,
     start: number,
