@@ -184,8 +184,19 @@ async function scanOnce(
       ...agent,
     };
   } finally {
-    await server.stop();
+    await stopAndDropCache(server);
   }
+}
+
+/**
+ * Stops a scan's server and deletes its chunk cache. A host that runs for long recycles its page
+ * cache; left in place, each scan's cache would keep its pages and the next scan's writes would
+ * take memory the machine never touched before, which a VM charges for many times over (the
+ * machine's own first and repeated file writes are in the details).
+ */
+async function stopAndDropCache(server: TierdServer): Promise<void> {
+  await server.stop();
+  await Deno.remove(server.cacheDir, { recursive: true }).catch(() => {});
 }
 
 /**
@@ -502,7 +513,7 @@ async function concurrentTierdScan(
       ...agent,
     };
   } finally {
-    await server.stop();
+    await stopAndDropCache(server);
   }
 }
 
@@ -745,7 +756,8 @@ async function runSingleScans(rounds: number): Promise<number> {
       scans: kinds.flatMap((k) => byDelay[delayMs][k]),
     });
     const scanMethod = `tierd: the compiled binary (\`tierd run\`), one fresh server and empty ` +
-      `cache directory per scan, over one Iggy 0.9 partition whose ${evicted.length} oldest ` +
+      `cache directory per scan (deleted when its server stops, so the next scan's chunk files ` +
+      `take page-cache memory the machine has used before, as on a host that runs for long), over one Iggy 0.9 partition whose ${evicted.length} oldest ` +
       `${READ_LAYOUT.segmentSize / MiB} MiB segments (${(evictedBytes / MiB).toFixed(0)} MiB) ` +
       `were copied to ${data.store.describe} and evicted by the agent (local_retention_size ` +
       `${LOCAL_RETENTION}). A scan reads from offset 0 to the first local offset with ` +
