@@ -324,8 +324,7 @@ export class ChunkCache implements RangeReader {
    * @param length bytes wanted
    * @param options `signal` gives up the wait (shared fetches go on); `readerId` names a
    *   sequential reader for readahead
-   * @returns exactly the object's bytes in the range: often a view of a chunk the cache still
-   *   holds (in memory, or being fetched for other reads), which the caller must not change
+   * @returns exactly the object's bytes in the range
    * @throws {CacheFullError} when no room can be made for a chunk the read needs
    * @throws {CacheTimeoutError} after `fetchTimeout` ms of waiting for the store
    * @throws {StoreError} when the store fails (`NotFound` for a missing object)
@@ -633,7 +632,7 @@ export class ChunkCache implements RangeReader {
       try {
         const bytes = await own;
         this.#stats.counts.firstFetchAnswers++;
-        return bytes.subarray(from - first.start, to - first.start);
+        return bytes.slice(from - first.start, to - first.start);
       } catch {
         if (signal.aborted) throw signal.reason;
         // The first fetch failed on its own: the chunk fetch may still answer.
@@ -653,11 +652,11 @@ export class ChunkCache implements RangeReader {
       const bytes = await untilAborted(preview.bytes, signal);
       if (bytes) {
         this.#stats.counts.firstFetchAnswers++;
-        return bytes.subarray(from - preview.start, to - preview.start);
+        return bytes.slice(from - preview.start, to - preview.start);
       }
     }
     const bytes = await untilAborted(flight.bytes, signal);
-    return bytes.subarray(from - flight.chunk.start, to - flight.chunk.start);
+    return bytes.slice(from - flight.chunk.start, to - flight.chunk.start);
   }
 
   #join(flight: Flight, heat: ReaderHeat): void {

@@ -33,10 +33,7 @@ export interface RangeReadOptions {
 
 /** Serves byte ranges of remote objects (through a cache, or straight from the store). */
 export interface RangeReader {
-  /**
-   * Bytes [start, start + length) of `src` (clamped to its size): possibly a view of bytes the
-   * reader still holds for others, which the caller must not change.
-   */
+  /** Bytes [start, start + length) of `src` (clamped to its size). */
   read(
     src: ChunkSource,
     start: number,
