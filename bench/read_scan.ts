@@ -757,7 +757,8 @@ async function runSingleScans(rounds: number): Promise<number> {
     });
     const scanMethod = `tierd: the compiled binary (\`tierd run\`), one fresh server and empty ` +
       `cache directory per scan (deleted when its server stops, so the next scan's chunk files ` +
-      `take page-cache memory the machine has used before, as on a host that runs for long), over one Iggy 0.9 partition whose ${evicted.length} oldest ` +
+      `take page-cache memory the machine has used before, as on a host that runs for long), ` +
+      `over one Iggy 0.9 partition whose ${evicted.length} oldest ` +
       `${READ_LAYOUT.segmentSize / MiB} MiB segments (${(evictedBytes / MiB).toFixed(0)} MiB) ` +
       `were copied to ${data.store.describe} and evicted by the agent (local_retention_size ` +
       `${LOCAL_RETENTION}). A scan reads from offset 0 to the first local offset with ` +
