@@ -19,12 +19,15 @@ import { requestCost } from "../metrics/request_cost.ts";
 import type { createTierdMetrics } from "../metrics/tierd.ts";
 import type { KeySpaceLease } from "../ownership/lease.ts";
 import { createReadContext } from "../read/context.ts";
+import { PartitionBirths } from "../read/partition_births.ts";
 import { ReadBudget, readBudgetBytes } from "../read/read_budget.ts";
 import { agentView } from "../runtime/agent_view.ts";
 import { collectGarbage, ResidentGuard } from "../runtime/memory.ts";
 import { CopyProgress } from "../runtime/progress.ts";
 import { reloadConfig } from "../runtime/reload.ts";
 import { systemdNotifier } from "../runtime/systemd.ts";
+import { resolveEvictVia } from "../config/schema.ts";
+import { BrokerClient } from "../tier/broker_client.ts";
 import { passAnswer, TierWorker } from "../tier/tier_worker.ts";
 import type { AgentContext } from "./context.ts";
 import {
@@ -91,8 +94,13 @@ export async function runAgent(
   // Every store request counts towards "busy": housekeeping waits until the agent is idle.
   const meter = new RequestMeter({ clock });
   const metered = meter.wrap(store);
+  // One client of the broker's HTTP API, one login: the evictor and the read path share it.
+  const broker = config.agent.broker.http_url === ""
+    ? undefined
+    : new BrokerClient(config.agent.broker);
   const worker = new TierWorker({
     config,
+    broker: resolveEvictVia(config) === "broker" ? broker : undefined,
     store: meter.wrap(stores.fenced),
     owner: lease,
     describe: opened.describe,
@@ -129,6 +137,10 @@ export async function runAgent(
   const memory = new ResidentGuard(readBudget, {
     collected: () => metrics.memoryCollections.inc(),
   });
+  // Reads ask the broker when it created a partition after its metadata changed (a topic
+  // deleted and recreated).
+  const births = broker &&
+    new PartitionBirths(config.agent.data_dir, (id) => broker.partitionBirth(id));
   const read = createReadContext({
     config,
     store,
@@ -139,6 +151,7 @@ export async function runAgent(
     logger,
     clock,
     budget: new ReadBudget(readBudget, { clock, onReleased: (n) => memory.released(n) }),
+    births,
   });
   const readAuth = readGuardFor(config, clock, await brokerCa(config));
   const app = createApp({

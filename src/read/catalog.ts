@@ -141,6 +141,25 @@ export async function loadCatalog(
       1,
     );
   }
+  // The broker keeps an active segment in every partition it has: a directory without one is
+  // being deleted or created, and the journal's copies may be a deleted topic's.
+  if (state && dirStat?.isDirectory() && local.length === 0 && options.pending !== "ignore") {
+    throw new PartitionRebuilding(
+      label,
+      "the broker's directory holds no segment: the broker is deleting or creating the " +
+        "partition",
+      1,
+    );
+  }
+  if (ctx.births && options.pending !== "ignore") {
+    await ctx.births.check(id, label, {
+      journal: state?.incarnation !== undefined
+        ? `${incarnationHex(state.incarnation)}-${state.generation}`
+        : undefined,
+      hasCopies: state !== undefined && remoteView(ctx, id, state).segments.length > 0,
+      localMtimesMs: local.map((s) => s.mtimeMs),
+    });
+  }
   return {
     id,
     label,

@@ -10,6 +10,7 @@ import type { TierdMetrics } from "../metrics/tierd.ts";
 import { DirectRangeReader } from "./direct_reader.ts";
 import { IndexCache } from "./index_cache.ts";
 import { LocalListings } from "./local_listing.ts";
+import type { PartitionBirths } from "./partition_births.ts";
 import { JournalStateReader, type PartitionStateSource } from "./state_source.ts";
 import type { ReadBudget } from "./read_budget.ts";
 
@@ -36,6 +37,11 @@ export interface ReadContext {
   readonly budget?: ReadBudget;
   /** Time: segment quiescence, read deadlines, fetch durations. */
   readonly clock: Clock;
+  /**
+   * The broker's births of partitions, checked after its metadata changed (`tierd run` with
+   * `[agent.broker] http_url`); none: the directory and the journal alone decide.
+   */
+  readonly births?: PartitionBirths;
 }
 
 /** Options of {@link createReadContext}; everything but config, store and prefix has a default. */
@@ -58,6 +64,7 @@ export interface ReadContextOptions {
   budget?: ReadBudget;
   /** @default systemClock */
   clock?: Clock;
+  births?: PartitionBirths;
 }
 
 /** Builds a {@link ReadContext}, filling in defaults. */
@@ -76,5 +83,6 @@ export function createReadContext(o: ReadContextOptions): ReadContext {
     fetchTimeoutMs: o.fetchTimeoutMs ?? o.config.tiered_storage.fetch_timeout,
     budget: o.budget,
     clock: o.clock ?? systemClock,
+    births: o.births,
   };
 }

@@ -3,7 +3,9 @@
 // round trips per request before its first byte; a listing is reused instead while the
 // directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
 // same) and younger than a second, and only the active segment — the one file the broker
-// writes to — is looked at again.
+// writes to — is looked at again. A listing taken while the directory's mtime was recent is
+// not reused: the kernel stamps a change from a clock that advances once per tick, so a second
+// change within the same tick (a file removed, then another made) leaves the mtime as it was.
 import type { Clock } from "../base/clock.ts";
 import {
   isSealed,
@@ -14,6 +16,12 @@ import {
 
 /** How long a listing is reused while its directory looks unchanged. */
 export const LISTING_REUSE_MS = 1000;
+
+/**
+ * How long after a directory's last change a listing must be taken to be reused: more than the
+ * kernel's timestamp tick (1-10 ms), so any later change shows as another mtime.
+ */
+export const LISTING_SETTLED_MS = 50;
 
 /** What identifies a directory's contents: its inode and modification time. */
 export interface DirectoryStamp {
@@ -56,11 +64,13 @@ export class LocalListings {
       }));
     }
     const segments = await listSegments(dir, { now, quiescenceMs });
-    this.#byDir.set(dir, {
-      stamp: { ino: stamp.ino, mtimeMs: stamp.mtimeMs },
-      listedAt: now,
-      segments,
-    });
+    if (now - stamp.mtimeMs > LISTING_SETTLED_MS) {
+      this.#byDir.set(dir, {
+        stamp: { ino: stamp.ino, mtimeMs: stamp.mtimeMs },
+        listedAt: now,
+        segments,
+      });
+    } else this.#byDir.delete(dir);
     return segments.map((s) => ({ ...s }));
   }
 

@@ -1,6 +1,8 @@
-// The two routes of Iggy's HTTP API that `evict_via = "broker"` uses (docs/architecture.md,
-// "The broker contract"): log in (password or personal access token) and DeleteSegments, which
-// drops the N oldest sealed segments of a partition so the broker's own view stays true.
+// The routes of Iggy's HTTP API the agent uses (docs/architecture.md, "The broker contract"):
+// log in (password or personal access token); DeleteSegments (`evict_via = "broker"`), which
+// drops the N oldest sealed segments of a partition so the broker's own view stays true; and a
+// topic's details, for when the broker created a partition (the read path's proof that a
+// journal still describes it).
 // Its errors quote what the broker answered (foreign text, scrubbed of the client's own
 // credentials when they are long enough to be distinctive) and never the credentials it sent.
 import type { BrokerConfig } from "../config/schema.ts";
@@ -127,7 +129,64 @@ export class BrokerClient {
   async #deleteSegments(id: PartitionId, count: number): Promise<void> {
     const path = `/streams/${id.stream}/topics/${id.topic}/partitions/${id.partition}` +
       `?segments_count=${count}`;
-    for (let attempt = 0; attempt < 2; attempt++) {
+    const { res, token } = await this.#authorized("DELETE", path);
+    if (!res.ok) {
+      throw new BrokerError(
+        `broker DeleteSegments ${path} failed with HTTP ${res.status}` +
+          this.#answer(await res.text().catch(() => ""), token),
+        res.status,
+      );
+    }
+    await res.body?.cancel();
+  }
+
+  /**
+   * When the broker created the partition (its `created_at`, µs since the epoch, from
+   * `GET /streams/{s}/topics/{t}`): a topic deleted and created again under the same ids is
+   * another partition with another birth.
+   * @returns undefined when the broker has no such topic or partition (404, or not listed)
+   * @throws {BrokerError} when the broker cannot be asked or its answer cannot be read
+   */
+  async partitionBirth(id: PartitionId): Promise<number | undefined> {
+    const path = `/streams/${id.stream}/topics/${id.topic}`;
+    const { res, token } = await this.#authorized("GET", path);
+    const text = await res.text().catch(() => "");
+    if (res.status === 404) return undefined;
+    if (!res.ok) {
+      throw new BrokerError(
+        `broker GET ${path} failed with HTTP ${res.status}${this.#answer(text, token)}`,
+        res.status,
+      );
+    }
+    let partitions: unknown;
+    try {
+      partitions = (JSON.parse(text) as { partitions?: unknown }).partitions;
+    } catch {
+      partitions = undefined;
+    }
+    if (!Array.isArray(partitions)) {
+      throw new BrokerError(`broker GET ${path} answered without a partitions list`);
+    }
+    const entry = partitions.find((p) => (p as { id?: unknown })?.id === id.partition) as
+      | { created_at?: unknown }
+      | undefined;
+    if (entry === undefined) return undefined;
+    const birth = entry.created_at;
+    if (typeof birth !== "number" || !Number.isSafeInteger(birth) || birth < 0) {
+      throw new BrokerError(
+        `broker GET ${path} answered partition ${id.partition} without a created_at`,
+      );
+    }
+    return birth;
+  }
+
+  /**
+   * `method path` with the agent's token, logged in first when there is none; a 401 logs in
+   * once more (a broker restart changes the JWT) — once for every caller that met the same
+   * stale token.
+   */
+  async #authorized(method: string, path: string): Promise<{ res: Response; token: string }> {
+    for (let attempt = 0;; attempt++) {
       const pending = this.#token ??= this.#login();
       let token: string;
       try {
@@ -139,7 +198,7 @@ export class BrokerClient {
       let res: Response;
       try {
         res = await this.#fetch(this.#url(path), {
-          method: "DELETE",
+          method,
           headers: { authorization: `Bearer ${token}` },
         });
       } catch (err) {
@@ -147,20 +206,10 @@ export class BrokerClient {
       }
       if (res.status === 401 && attempt === 0) {
         await res.body?.cancel();
-        // Expired (a broker restart changes the JWT): log in once more — once for every
-        // partition that met the same stale token.
         if (this.#token === pending) this.#token = undefined;
         continue;
       }
-      if (!res.ok) {
-        throw new BrokerError(
-          `broker DeleteSegments ${path} failed with HTTP ${res.status}` +
-            this.#answer(await res.text().catch(() => ""), token),
-          res.status,
-        );
-      }
-      await res.body?.cancel();
-      return;
+      return { res, token };
     }
   }
 }

@@ -2,11 +2,15 @@
 // unchanged, yet a reader always sees what the broker did: the active segment's growth at
 // once, a new or deleted segment at once, anything else within LISTING_REUSE_MS.
 import assert from "node:assert/strict";
-import { appendFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { appendFile, rm, stat, truncate, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { segmentStem } from "../../src/layout/partition.ts";
 import { listSegments } from "../../src/partition/segments.ts";
-import { LISTING_REUSE_MS, LocalListings } from "../../src/read/local_listing.ts";
+import {
+  LISTING_REUSE_MS,
+  LISTING_SETTLED_MS,
+  LocalListings,
+} from "../../src/read/local_listing.ts";
 import { FakeClock } from "../_fake_clock.ts";
 import { tempDir } from "../_util.ts";
 
@@ -57,7 +61,7 @@ Deno.test("a sealed segment changed in place is seen once the listing is older t
   const tmp = await tempDir();
   try {
     const dir = tmp.path;
-    const clock = new FakeClock(Date.now());
+    const clock = new FakeClock(Date.now() + 1_000); // the directory's last change is settled
     const listings = new LocalListings(clock);
     await segment(dir, 0n, 100);
     await segment(dir, 10n, 50);
@@ -87,6 +91,35 @@ Deno.test("quiescence is judged at each call, not when the listing was taken", a
     assert.equal(first[0].sealed, false, "written just now");
     clock.advance(quiet);
     assert.equal((await listings.list(dir, await stat(dir), quiet))[0].sealed, true);
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
+Deno.test("a listing taken just after the directory changed is not reused: a second change in the same mtime tick shows", async () => {
+  const tmp = await tempDir();
+  try {
+    const dir = tmp.path;
+    await segment(dir, 0n, 100);
+    await segment(dir, 10n, 50);
+    const before = await stat(dir);
+    const clock = new FakeClock(before.mtimeMs + LISTING_SETTLED_MS); // within the tick's reach
+    const listings = new LocalListings(clock);
+    assert.deepEqual(shape(await listed(listings, dir)), ["0:100:sealed", "10:50:open"]);
+    // The broker removes the segments and makes another within the kernel's timestamp tick:
+    // the directory's mtime reads as it did.
+    await rm(join(dir, `${segmentStem(0n)}.log`));
+    await rm(join(dir, `${segmentStem(10n)}.log`));
+    await segment(dir, 0n, 7);
+    await utimes(dir, before.atime, before.mtime);
+    assert.equal((await stat(dir)).mtimeMs, before.mtimeMs);
+    assert.deepEqual(shape(await listed(listings, dir)), ["0:7:open"]);
+    // Once settled, a listing is reused again (the same mtime, a later clock).
+    clock.advance(1);
+    await listed(listings, dir);
+    await writeFile(join(dir, `${segmentStem(20n)}.log`), new Uint8Array(1));
+    await utimes(dir, before.atime, before.mtime);
+    assert.deepEqual(shape(await listed(listings, dir)), ["0:7:open"], "reused: it was settled");
   } finally {
     await tmp.cleanup();
   }

@@ -2,13 +2,15 @@
 // partition the agent is still opening (or rebuilding, or could not open) answers 503
 // `partition_rebuilding` with Retry-After — never 416 or 404; a broker directory its journal
 // cannot describe (the topic recreated or purged behind the agent's back, same inode or not)
-// answers the same until the agent settles it; a hole the bucket has is read as a gap
+// answers the same until the agent settles it, and so does an emptied directory and a partition
+// the broker says it created again while the old files are still there; a hole the bucket has is read as a gap
 // (`x-tierd-gap`), and a read that starts in one with nothing after it is 410 `offset_gap`.
 import assert from "node:assert/strict";
-import { readdir, rm } from "node:fs/promises";
+import { appendFile, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generatePartition, partitionDir } from "../../src/format/generate.ts";
 import { OffsetInGap, PartitionRebuilding } from "../../src/read/errors.ts";
+import { PartitionBirths } from "../../src/read/partition_births.ts";
 import { readRecords } from "../../src/read/read_records.ts";
 import type { PartitionState } from "../../src/state/segment_state.ts";
 import { getSegment, segmentsOf } from "../../src/state/segment_state.ts";
@@ -144,6 +146,56 @@ for (const format of FORMATS) {
         const body = await errorBody(res);
         assert.equal(body.error, "partition_rebuilding");
         assert.match(body.message, /recreated or purged/);
+      }
+    } finally {
+      await s.cleanup();
+    }
+  });
+
+  Deno.test(`${format}: a directory emptied while the broker deletes or creates the partition answers 503, never the old copies`, async () => {
+    const s = await scenario(format);
+    try {
+      const dir = partitionDir(s.config.agent.data_dir, s.ids);
+      for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true });
+      const { app } = appFor(s);
+      for (const offset of [0n, s.evicted.at(-1)!]) {
+        const res = await app.request(`${RECORDS}?offset=${offset}`);
+        assert.equal(res.status, 503, `offset ${offset}`);
+        assert.equal(res.headers.get("retry-after"), "1");
+        const body = await errorBody(res);
+        assert.equal(body.error, "partition_rebuilding");
+        assert.match(body.message, /holds no segment/);
+      }
+    } finally {
+      await s.cleanup();
+    }
+  });
+
+  Deno.test(`${format}: a partition the broker created again while its old files are still there (0.9's reconciler) answers 503, never the old data`, async () => {
+    const s = await scenario(format);
+    try {
+      const dataDir = s.config.agent.data_dir;
+      await mkdir(join(dataDir, "metadata"), { recursive: true });
+      await writeFile(join(dataDir, "metadata", "journal.wal"), new Uint8Array(256));
+      let birth = (Date.now() - 3_600_000) * 1000;
+      const births = new PartitionBirths(dataDir, () => Promise.resolve(birth));
+      const { app } = appFor(s, { read: { births } });
+      const read = (offset: bigint) => app.request(`${RECORDS}?offset=${offset}`);
+      const evicted = s.evicted.at(-1)!;
+      const first = await read(evicted);
+      assert.equal(first.status, 200, "the partition as tiered");
+      await first.body?.cancel();
+      // Deleted and created again under the same ids: the broker's metadata log grows; the
+      // directory still holds every old file.
+      birth = Date.now() * 1000;
+      await appendFile(join(dataDir, "metadata", "journal.wal"), new Uint8Array(256));
+      for (const offset of [0n, evicted]) {
+        const res = await read(offset);
+        assert.equal(res.status, 503, `offset ${offset}`);
+        assert.equal(res.headers.get("retry-after"), "1");
+        const body = await errorBody(res);
+        assert.equal(body.error, "partition_rebuilding");
+        assert.match(body.message, /created it again at/);
       }
     } finally {
       await s.cleanup();

@@ -117,3 +117,46 @@ Deno.test("broker client: DeleteSegments go one at a time, whatever the partitio
   ]);
   assert.equal(calls.filter((c) => c.startsWith("DELETE")).length, 4, "a failure stops no other");
 });
+
+Deno.test("broker client: a partition's birth is its created_at in the topic's details", async () => {
+  let tokens = 0;
+  const topic = (partitions: unknown) => Response.json({ id: 2, name: "events", partitions });
+  const answers: Answer[] = [
+    () => topic([{ id: 0, created_at: 1 }, { id: 3, created_at: 1796250328765298 }]),
+    () => topic([{ id: 0, created_at: 1 }]),
+    () => Response.json({ id: 404, code: "not_found" }, { status: 404 }),
+    () => topic([{ id: 3, created_at: "yesterday" }]),
+    () => Response.json({ id: 2 }),
+    () => new Response("not json"),
+    () => new Response("boom", { status: 500 }),
+  ];
+  let next = 0;
+  const { c, calls } = client((_url, init) => {
+    if (init.method === "POST") {
+      tokens++;
+      return login();
+    }
+    // A broker restart (a new JWT) before the first question: one login more, then the answer.
+    if (tokens === 1 && next === 0) return new Response("", { status: 401 });
+    return answers[next++](_url, init);
+  });
+  assert.equal(await c.partitionBirth(ID), 1796250328765298);
+  assert.deepEqual(calls.slice(0, 4), [
+    "POST /users/login",
+    "GET /streams/1/topics/2",
+    "POST /users/login",
+    "GET /streams/1/topics/2",
+  ]);
+  assert.equal(await c.partitionBirth(ID), undefined, "no partition 3 in the topic");
+  assert.equal(await c.partitionBirth(ID), undefined, "no such topic");
+  for (const why of [/without a created_at/, /without a partitions list/, /partitions list/]) {
+    await assert.rejects(
+      c.partitionBirth(ID),
+      (e) => e instanceof BrokerError && why.test(e.message),
+    );
+  }
+  await assert.rejects(
+    c.partitionBirth(ID),
+    (e) => e instanceof BrokerError && e.status === 500 && /HTTP 500: boom/.test(e.message),
+  );
+});
