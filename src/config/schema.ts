@@ -49,7 +49,11 @@ export type EvictVia = "auto" | "broker" | "unlink";
 /** Log verbosity. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
-/** `[agent.broker]`: the broker's HTTP API, used for `evict_via = "broker"`. */
+/**
+ * `[agent.broker]`: the broker's HTTP API, used for `evict_via = "broker"`, and by reads to ask
+ * when the broker created a partition after its metadata journal changed (a topic deleted and
+ * recreated is never answered from the deleted one's copies).
+ */
 export interface BrokerConfig {
   /** The broker's HTTP API, e.g. `"http://127.0.0.1:3000"`; `""` = none. @default "" */
   http_url: string;
