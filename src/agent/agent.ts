@@ -140,7 +140,11 @@ export async function runAgent(
   // Reads ask the broker when it created a partition after its metadata changed (a topic
   // deleted and recreated).
   const births = broker &&
-    new PartitionBirths(config.agent.data_dir, (id) => broker.partitionBirth(id));
+    new PartitionBirths(
+      config.agent.data_dir,
+      (id, signal) => broker.partitionBirth(id, signal),
+      { timeoutMs: config.tiered_storage.fetch_timeout, clock },
+    );
   const read = createReadContext({
     config,
     store,

@@ -12,11 +12,15 @@
 // before it answers the delete, so its directory tells the read path in time.
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { type Clock, systemClock } from "../base/clock.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import { PartitionRebuilding, UnknownPartition } from "./errors.ts";
 
-/** When the broker created a partition (µs since the epoch); undefined: it has none now. */
-export type BirthSource = (id: PartitionId) => Promise<number | undefined>;
+/**
+ * When the broker created a partition (µs since the epoch); undefined: it has none now. The
+ * signal ends the question when the broker takes too long.
+ */
+export type BirthSource = (id: PartitionId, signal: AbortSignal) => Promise<number | undefined>;
 
 /** The broker's metadata journal (Iggy 0.9 on), relative to its data dir. */
 export const METADATA_JOURNAL = "metadata/journal.wal";
@@ -51,13 +55,26 @@ const FILE_CLOCK_SLACK_MS = 50;
 export class PartitionBirths {
   readonly #dataDir: string;
   readonly #ask: BirthSource;
+  readonly #timeoutMs: number;
+  readonly #clock: Clock;
   readonly #confirmed = new Map<string, Confirmed>();
   /** The question in flight per partition, with the metadata stamp it was asked at. */
   readonly #asking = new Map<string, { stamp: string; birth: Promise<number | undefined> }>();
 
-  constructor(dataDir: string, ask: BirthSource) {
+  /**
+   * @param options.timeoutMs how long a question may take before the reads waiting for it
+   *   answer "retry" (the read path's `fetch_timeout`); it is then given up, and the next read
+   *   asks again
+   */
+  constructor(
+    dataDir: string,
+    ask: BirthSource,
+    options: { timeoutMs: number; clock?: Clock },
+  ) {
     this.#dataDir = dataDir;
     this.#ask = ask;
+    this.#timeoutMs = options.timeoutMs;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /**
@@ -113,10 +130,22 @@ export class PartitionBirths {
   #birth(id: PartitionId, label: string, stamp: string): Promise<number | undefined> {
     const asking = this.#asking.get(label);
     if (asking && asking.stamp === stamp) return asking.birth;
-    const birth = this.#ask(id);
+    const timeout = new AbortController();
+    const cancelTimer = this.#clock.setTimer(this.#timeoutMs, () => {
+      timeout.abort(new Error(`the broker did not answer within ${this.#timeoutMs} ms`));
+    }, { unref: true });
+    const birth = Promise.race([
+      this.#ask(id, timeout.signal),
+      new Promise<never>((_, reject) => {
+        timeout.signal.addEventListener("abort", () => reject(timeout.signal.reason), {
+          once: true,
+        });
+      }),
+    ]);
     const entry = { stamp, birth };
     this.#asking.set(label, entry);
     const done = () => {
+      cancelTimer();
       if (this.#asking.get(label) === entry) this.#asking.delete(label);
     };
     birth.then(done, done);

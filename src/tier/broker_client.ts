@@ -144,12 +144,13 @@ export class BrokerClient {
    * When the broker created the partition (its `created_at`, µs since the epoch, from
    * `GET /streams/{s}/topics/{t}`): a topic deleted and created again under the same ids is
    * another partition with another birth.
+   * @param signal gives the question up
    * @returns undefined when the broker has no such topic or partition (404, or not listed)
    * @throws {BrokerError} when the broker cannot be asked or its answer cannot be read
    */
-  async partitionBirth(id: PartitionId): Promise<number | undefined> {
+  async partitionBirth(id: PartitionId, signal?: AbortSignal): Promise<number | undefined> {
     const path = `/streams/${id.stream}/topics/${id.topic}`;
-    const { res, token } = await this.#authorized("GET", path);
+    const { res, token } = await this.#authorized("GET", path, signal);
     const text = await res.text().catch(() => "");
     if (res.status === 404) return undefined;
     if (!res.ok) {
@@ -185,7 +186,11 @@ export class BrokerClient {
    * once more (a broker restart changes the JWT) — once for every caller that met the same
    * stale token.
    */
-  async #authorized(method: string, path: string): Promise<{ res: Response; token: string }> {
+  async #authorized(
+    method: string,
+    path: string,
+    signal?: AbortSignal,
+  ): Promise<{ res: Response; token: string }> {
     for (let attempt = 0;; attempt++) {
       const pending = this.#token ??= this.#login();
       let token: string;
@@ -200,6 +205,7 @@ export class BrokerClient {
         res = await this.#fetch(this.#url(path), {
           method,
           headers: { authorization: `Bearer ${token}` },
+          signal,
         });
       } catch (err) {
         throw this.#unreachable(err);

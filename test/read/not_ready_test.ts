@@ -178,7 +178,9 @@ for (const format of FORMATS) {
       await mkdir(join(dataDir, "metadata"), { recursive: true });
       await writeFile(join(dataDir, "metadata", "journal.wal"), new Uint8Array(256));
       let birth = (Date.now() - 3_600_000) * 1000;
-      const births = new PartitionBirths(dataDir, () => Promise.resolve(birth));
+      const births = new PartitionBirths(dataDir, () => Promise.resolve(birth), {
+        timeoutMs: 5_000,
+      });
       const { app } = appFor(s, { read: { births } });
       const read = (offset: bigint) => app.request(`${RECORDS}?offset=${offset}`);
       const evicted = s.evicted.at(-1)!;

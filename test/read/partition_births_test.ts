@@ -7,6 +7,7 @@ import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PartitionRebuilding, UnknownPartition } from "../../src/read/errors.ts";
 import { type BirthSubject, PartitionBirths } from "../../src/read/partition_births.ts";
+import { FakeClock } from "../_fake_clock.ts";
 import { tempDir } from "../_util.ts";
 
 const ID = { stream: 1, topic: 2, partition: 0 };
@@ -21,7 +22,7 @@ async function broker(dataDir: string) {
   const births = new PartitionBirths(dataDir, () => {
     asked.push(Date.now());
     return birth instanceof Error ? Promise.reject(birth) : Promise.resolve(birth);
-  });
+  }, { timeoutMs: 5_000 });
   return {
     births,
     asked,
@@ -130,11 +131,38 @@ Deno.test("partition births: a 0.8 broker (no metadata journal, created_at anew 
     await mkdir(join(tmp.path, "state"), { recursive: true });
     await writeFile(join(tmp.path, "state", "log"), new Uint8Array(100));
     let asked = 0;
-    const births = new PartitionBirths(tmp.path, () => Promise.resolve(++asked));
+    const births = new PartitionBirths(tmp.path, () => Promise.resolve(++asked), {
+      timeoutMs: 5_000,
+    });
     await births.check(ID, LABEL, tiered());
     await appendFile(join(tmp.path, "state", "log"), new Uint8Array(64));
     await births.check(ID, LABEL, tiered());
     assert.equal(asked, 0);
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
+Deno.test("partition births: a broker that never answers is retry after the timeout, and the next read asks again", async () => {
+  const tmp = await tempDir();
+  try {
+    await mkdir(join(tmp.path, "metadata"), { recursive: true });
+    await writeFile(join(tmp.path, "metadata", "journal.wal"), new Uint8Array(100));
+    const clock = new FakeClock(Date.now());
+    const signals: AbortSignal[] = [];
+    const broker: { answer?: number } = {};
+    const births = new PartitionBirths(tmp.path, (_id, signal) => {
+      signals.push(signal);
+      return broker.answer === undefined ? new Promise(() => {}) : Promise.resolve(broker.answer);
+    }, { timeoutMs: 2_000, clock });
+    const hung = births.check(ID, LABEL, tiered());
+    await new Promise((r) => setTimeout(r, 10)); // the question is out
+    clock.advance(2_000);
+    await assert.rejects(hung, rebuilding(/did not answer within 2000 ms/));
+    assert.equal(signals[0].aborted, true, "the question itself was given up");
+    broker.answer = 1_000_000_000_000_000;
+    await births.check(ID, LABEL, tiered());
+    assert.equal(signals.length, 2);
   } finally {
     await tmp.cleanup();
   }
