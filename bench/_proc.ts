@@ -1,5 +1,6 @@
 // Runs a program end to end (process start to exit) with its wall time, output and peak RSS,
-// builds the tierd binary the benchmarks measure, and runs it as an agent until stopped.
+// builds the tierd binary the benchmarks measure, runs it as an agent until stopped, and finds
+// the Bun that builds it.
 import { join } from "node:path";
 import { BENCH_DIR } from "./_results.ts";
 import { progress } from "./_stats.ts";
@@ -180,6 +181,24 @@ export function tierdBinary(): Promise<string> {
       throw new Error(`scripts/compile.ts failed (exit ${run.code}): ${run.stderr.slice(-2000)}`);
     }
     return out;
+  })();
+}
+
+let bun: Promise<string> | undefined;
+
+/**
+ * The Bun executable the shipped binary is built with (`npx -y bun@1`, as scripts/compile.ts
+ * runs it), by its own path, so a program run with it is one process whose CPU can be read.
+ * @throws {Error} when Bun cannot be run
+ */
+export function bunExecutable(): Promise<string> {
+  return bun ??= (async () => {
+    const run = await runTimed("npx", ["-y", "bun@1", "-e", "console.log(process.execPath)"]);
+    const path = run.stdout.trim().split("\n").at(-1) ?? "";
+    if (run.code !== 0 || !path) {
+      throw new Error(`npx -y bun@1 failed (exit ${run.code}): ${run.stderr.slice(-2000)}`);
+    }
+    return path;
   })();
 }
 

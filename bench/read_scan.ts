@@ -15,7 +15,9 @@
 // `cold_scan_ratio_vs_direct_get_16x` is the same comparison under concurrency, on a topic of 16
 // partitions (SCAN16_LAYOUT): 16 plain clients scanning the 16 partitions at once through one
 // fresh tierd ÷ 16 parallel direct GET streams of the same objects, aggregate MB/s, both behind
-// the delay proxy.
+// the delay proxy. `cold_scan_cpu_seconds_per_gib` is tierd's CPU per GiB over the single-client
+// scans, and `cold_scan_cpu_ratio_vs_caching_relay` sets it against the least an agent that keeps
+// what it fetches costs on this machine (bench/caching_relay.ts under Bun, scanned the same way).
 import { join } from "node:path";
 import process from "node:process";
 import { S3Store } from "../providers/s3/store.ts";
@@ -25,9 +27,9 @@ import type { ChunkSource, RangeReader, RangeReadOptions } from "../src/cache/ty
 import { loadConfig } from "../src/config/load.ts";
 import { createReadContext } from "../src/read/context.ts";
 import { readRecords } from "../src/read/read_records.ts";
-import { recordResult } from "./_results.ts";
+import { NO_GOAL, recordResult } from "./_results.ts";
 import { median, MiB, progress, round } from "./_stats.ts";
-import { readCpu, waitForQuiet } from "./_proc.ts";
+import { bunExecutable, readCpu, waitForQuiet } from "./_proc.ts";
 import {
   LOCAL_RETENTION,
   metrics,
@@ -59,13 +61,17 @@ export interface ReadScanBenchOptions {
   rounds?: number;
 }
 
-/** The kinds of scan: through tierd with readahead, through tierd without, the store itself. */
-type ScanKind = "plain" | "off" | "direct";
+/**
+ * The kinds of scan: through tierd with readahead, through tierd without, the store itself, and
+ * the least a caching agent does (bench/caching_relay.ts).
+ */
+type ScanKind = "plain" | "off" | "direct" | "relay";
 
 const KIND_LABEL: Record<ScanKind, string> = {
   plain: "tierd, plain client (no reader header: readahead by continuity, readahead_max 4)",
   off: "tierd, readahead defeated (a new x-tierd-reader on every request)",
   direct: "direct streamed GET of each .log, one after another",
+  relay: "a caching relay (Bun): each .log streamed through, kept as 8 MiB files",
 };
 
 /** What the agent did over a tierd scan: its CPU, and from its metrics. */
@@ -220,6 +226,68 @@ async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promis
     seconds: round(seconds, 3),
     mbps: round(bytes / 1e6 / seconds, 1),
   };
+}
+
+/**
+ * The machine's own limit for a caching agent: bench/caching_relay.ts under Bun (the runtime of
+ * the shipped binary) streams every evicted `.log` object (presigned, through the same endpoint
+ * tierd reads from) to a client, one after another, keeping each 8 MiB of it as a new file in
+ * a fresh directory (deleted after, as a tierd scan's cache is); its CPU is read as the agent's.
+ */
+async function relayScan(data: ReadData, proxy: DelayProxy | undefined): Promise<Scan> {
+  const store = directStore(data, proxy);
+  const evicted = data.segments.filter((s) => s.evicted);
+  const urls = join(data.runDir, "relay-urls.txt");
+  await Deno.writeTextFile(
+    urls,
+    (await Promise.all(evicted.map((s) => store.presignGet(s.key, 3600)))).join("\n"),
+  );
+  const cacheDir = join(data.runDir, "relay-cache");
+  const relay = new Deno.Command(await bunExecutable(), {
+    args: [join(import.meta.dirname!, "caching_relay.ts"), urls, cacheDir],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const output = relay.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    const first = (await output.read()).value ?? "";
+    const port = /listening (\d+)/.exec(first)?.[1];
+    if (!port) throw new Error(`caching_relay.ts did not start: ${first}`);
+    const cpu0 = await readCpu(relay.pid);
+    const t0 = performance.now();
+    let bytes = 0;
+    for (const [i, seg] of evicted.entries()) {
+      const res = await fetch(`http://127.0.0.1:${port}/${i}`);
+      if (res.status !== 200 || !res.body) {
+        throw new Error(`relay GET of ${seg.key} answered ${res.status}: ${await res.text()}`);
+      }
+      let n = 0;
+      for await (const piece of res.body) n += piece.byteLength;
+      if (n !== seg.size) throw new Error(`relay GET of ${seg.key}: ${n} bytes, not ${seg.size}`);
+      bytes += n;
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = await readCpu(relay.pid);
+    return {
+      kind: "relay",
+      readahead: "n/a: one streamed GET per object",
+      delayMs: proxy?.delayMs ?? 0,
+      bytes,
+      requests: evicted.length,
+      seconds: round(seconds, 3),
+      mbps: round(bytes / 1e6 / seconds, 1),
+      cpuSeconds: cpu0 && cpu1
+        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
+        : undefined,
+      systemSeconds: cpu0 && cpu1 ? round(cpu1.system - cpu0.system, 2) : undefined,
+    };
+  } finally {
+    relay.kill("SIGKILL");
+    await relay.status;
+    await output.cancel().catch(() => {});
+    await Deno.remove(cacheDir, { recursive: true }).catch(() => {});
+  }
 }
 
 /** The S3 client the direct GETs use: through the delay proxy, or MinIO itself. */
@@ -707,11 +775,11 @@ async function runSingleScans(rounds: number): Promise<number> {
     );
     const machineWrite = await machineFileWriteCost(data.runDir);
     progress("read_scan", `this machine writing new files: ${JSON.stringify(machineWrite)}`);
-    const kinds: ScanKind[] = ["plain", "off", "direct"];
+    const kinds: ScanKind[] = ["plain", "off", "direct", "relay"];
     const byDelay: Record<number, Record<ScanKind, Scan[]>> = {};
     for (const delayMs of [DELAY_MS, 0]) {
       const proxy = delayMs > 0 ? await startDelayProxy(data.store.endpoint, delayMs) : undefined;
-      const scans: Record<ScanKind, Scan[]> = { plain: [], off: [], direct: [] };
+      const scans: Record<ScanKind, Scan[]> = { plain: [], off: [], direct: [], relay: [] };
       try {
         for (let r = 0; r < rounds; r++) {
           // Rotate the order, so no kind always goes first.
@@ -719,12 +787,16 @@ async function runSingleScans(rounds: number): Promise<number> {
             const kind = kinds[(r + j) % kinds.length];
             await waitForQuiet(20_000);
             // "on" in the server's name: diagnose() reads that config back.
-            const scan = kind === "direct" ? await directScan(data, proxy) : await scanOnce(
-              data,
-              kind,
-              proxy,
-              `scan-${delayMs}-${kind === "plain" ? "on" : "off"}-${r}`,
-            );
+            const scan = kind === "direct"
+              ? await directScan(data, proxy)
+              : kind === "relay"
+              ? await relayScan(data, proxy)
+              : await scanOnce(
+                data,
+                kind,
+                proxy,
+                `scan-${delayMs}-${kind === "plain" ? "on" : "off"}-${r}`,
+              );
             scans[kind].push(scan);
             progress(
               "read_scan",
@@ -753,6 +825,7 @@ async function runSingleScans(rounds: number): Promise<number> {
       plain_client_mbps: summary(byDelay[delayMs].plain.map((s) => s.mbps), 1),
       readahead_off_mbps: summary(byDelay[delayMs].off.map((s) => s.mbps), 1),
       direct_get_mbps: summary(byDelay[delayMs].direct.map((s) => s.mbps), 1),
+      caching_relay_mbps: summary(byDelay[delayMs].relay.map((s) => s.mbps), 1),
       scans: kinds.flatMap((k) => byDelay[delayMs][k]),
     });
     const scanMethod = `tierd: the compiled binary (\`tierd run\`), one fresh server and empty ` +
@@ -797,7 +870,9 @@ async function runSingleScans(rounds: number): Promise<number> {
     const directNote = (delayMs: number) =>
       `${delayMs > 0 ? `+${delayMs} ms per store request` : "loopback MinIO"}: plain client ` +
       `through tierd ${mbps(delayMs, "plain")} MB/s vs a direct streamed GET of the same ` +
-      `objects ${mbps(delayMs, "direct")} MB/s`;
+      `objects ${mbps(delayMs, "direct")} MB/s (a caching relay, the least an agent that keeps ` +
+      `what it fetches does: ${mbps(delayMs, "relay")} MB/s, ` +
+      `${(mbps(delayMs, "relay") / mbps(delayMs, "direct")).toFixed(2)} of the direct GET)`;
     const readaheadPeers = {
       readahead_off: "the same tierd, every request with an x-tierd-reader of its own",
       store,
@@ -853,6 +928,17 @@ async function runSingleScans(rounds: number): Promise<number> {
     const systemShare = median(
       plainScans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN)),
     );
+    const relayScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].relay);
+    const relayPerGiB = relayScans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
+    const relayCpuPerGiB = round(median(relayPerGiB), 2);
+    const relaySystemShare = median(
+      relayScans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN)),
+    );
+    const relayNote = `A caching relay (bench/caching_relay.ts under Bun, the runtime of the ` +
+      `shipped binary: each object fetched, streamed to the client and kept as new 8 MiB files, ` +
+      `nothing parsed, hashed or planned) costs ${relayCpuPerGiB} CPU s per GiB (per scan ` +
+      `${relayPerGiB.map((v) => round(v, 2)).join(", ")}; the kernel's share ` +
+      `${round(relaySystemShare, 2)}): tierd ÷ relay ${(cpuPerGiB / relayCpuPerGiB).toFixed(2)}.`;
     recordResult("cold_scan_cpu_seconds_per_gib", cpuPerGiB, "≤ 1.5", {
       method: scanMethod + `The agent's CPU seconds (user + system, /proc/<pid>/stat) over ` +
         `each plain-client scan (readahead on), with and without the ${DELAY_MS} ms added ` +
@@ -867,11 +953,41 @@ async function runSingleScans(rounds: number): Promise<number> {
         `${plainScans.map((s) => round(s.bytes / MiB, 0)).join(", ")} MiB); the kernel's ` +
         `share ${round(systemShare, 2)}. This machine writing new files (8 MiB each, as the ` +
         `cache writes the chunks it fetches) costs ${machineWrite.cpuSecondsPerGiB} CPU s per ` +
-        `GiB the first time, ${machineWrite.againCpuSecondsPerGiB} over the same files again`,
+        `GiB the first time, ${machineWrite.againCpuSecondsPerGiB} over the same files ` +
+        `again. ${relayNote}`,
       scans: plainScans,
       system_share: round(systemShare, 3),
       machine_file_write: machineWrite,
+      caching_relay: {
+        cpu_seconds_per_gib: relayCpuPerGiB,
+        system_share: round(relaySystemShare, 3),
+        scans: relayScans,
+      },
     });
+    recordResult(
+      "cold_scan_cpu_ratio_vs_caching_relay",
+      round(cpuPerGiB / relayCpuPerGiB, 3),
+      NO_GOAL,
+      {
+        method: scanMethod + `The peer is the machine's own limit for an agent that keeps what ` +
+          `it fetches: bench/caching_relay.ts run by Bun (the runtime tierd's binary is built ` +
+          `with), which answers a GET of each evicted .log object by streaming the store's ` +
+          `answer (a presigned GET through the same endpoint) to the client as it arrives and ` +
+          `writing each 8 MiB of it as a new file (.part, renamed) in a fresh directory, deleted ` +
+          `after the scan as tierd's cache is; it parses, hashes and plans nothing. Value = ` +
+          `tierd's median CPU seconds per GiB served (cold_scan_cpu_seconds_per_gib) ÷ the ` +
+          `relay's median over its ${relayScans.length} scans (with and without the ` +
+          `${DELAY_MS} ms added latency), each process's user + system time from ` +
+          `/proc/<pid>/stat.`,
+        settings: { ...settings, added_latency_ms: [DELAY_MS, 0] },
+        peers: { caching_relay: "bench/caching_relay.ts, Bun 1 (npx -y bun@1)", store },
+        notes: `tierd ${cpuPerGiB} vs relay ${relayCpuPerGiB} CPU s per GiB (kernel's share ` +
+          `${round(systemShare, 2)} vs ${round(relaySystemShare, 2)}); relay per scan ` +
+          `${relayPerGiB.map((v) => round(v, 2)).join(", ")}`,
+        tierd_scans: plainScans,
+        relay_scans: relayScans,
+      },
+    );
     progress(
       "read_scan",
       `tierd CPU per GiB served cold: ${cpuPerGiB} s (median of ${perGiB.length} scans)`,
