@@ -214,15 +214,31 @@ async function stopAndDropCache(server: TierdServer): Promise<void> {
 async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promise<Scan> {
   const store = directStore(data, proxy);
   const evicted = data.segments.filter((s) => s.evicted);
-  const t0 = performance.now();
-  const bytes = await getWholeInOrder(store, evicted);
-  const seconds = (performance.now() - t0) / 1000;
+  const scan = await timedWholeScan(
+    evicted,
+    (seg) => store.presignGet(seg.key, 3600),
+    "direct GET",
+  );
   return {
     kind: "direct",
     readahead: "n/a: the store itself",
     delayMs: proxy?.delayMs ?? 0,
+    ...scan,
+  };
+}
+
+/** {@link getWholeInOrder}, timed from the first request to the last body byte. */
+async function timedWholeScan(
+  segments: ReadSegment[],
+  urlOf: (seg: ReadSegment, i: number) => Promise<string> | string,
+  what: string,
+): Promise<Pick<Scan, "bytes" | "requests" | "seconds" | "mbps">> {
+  const t0 = performance.now();
+  const bytes = await getWholeInOrder(segments, urlOf, what);
+  const seconds = (performance.now() - t0) / 1000;
+  return {
     bytes,
-    requests: evicted.length,
+    requests: segments.length,
     seconds: round(seconds, 3),
     mbps: round(bytes / 1e6 / seconds, 1),
   };
@@ -255,28 +271,17 @@ async function relayScan(data: ReadData, proxy: DelayProxy | undefined): Promise
     const port = /listening (\d+)/.exec(first)?.[1];
     if (!port) throw new Error(`caching_relay.ts did not start: ${first}`);
     const cpu0 = await readCpu(relay.pid);
-    const t0 = performance.now();
-    let bytes = 0;
-    for (const [i, seg] of evicted.entries()) {
-      const res = await fetch(`http://127.0.0.1:${port}/${i}`);
-      if (res.status !== 200 || !res.body) {
-        throw new Error(`relay GET of ${seg.key} answered ${res.status}: ${await res.text()}`);
-      }
-      let n = 0;
-      for await (const piece of res.body) n += piece.byteLength;
-      if (n !== seg.size) throw new Error(`relay GET of ${seg.key}: ${n} bytes, not ${seg.size}`);
-      bytes += n;
-    }
-    const seconds = (performance.now() - t0) / 1000;
+    const scan = await timedWholeScan(
+      evicted,
+      (_, i) => `http://127.0.0.1:${port}/${i}`,
+      "relay GET",
+    );
     const cpu1 = await readCpu(relay.pid);
     return {
       kind: "relay",
       readahead: "n/a: one streamed GET per object",
       delayMs: proxy?.delayMs ?? 0,
-      bytes,
-      requests: evicted.length,
-      seconds: round(seconds, 3),
-      mbps: round(bytes / 1e6 / seconds, 1),
+      ...scan,
       cpuSeconds: cpu0 && cpu1
         ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
         : undefined,
@@ -304,16 +309,22 @@ function directStore(data: ReadData, proxy: DelayProxy | undefined): S3Store {
 }
 
 /**
- * Fetches each segment's `.log` object whole, one after another: a presigned URL, Deno fetch,
- * the body consumed as a stream and counted, its length checked. @returns the bytes read
+ * Fetches each segment's `.log` object whole, one after another, from `urlOf` (a presigned URL,
+ * or the relay's): Deno fetch, the body consumed as a stream and counted, its length checked.
+ * @param what names the GET in errors
+ * @returns the bytes read
  * @throws {Error} on an answer other than 200 or a body of the wrong length
  */
-async function getWholeInOrder(store: S3Store, segments: ReadSegment[]): Promise<number> {
+async function getWholeInOrder(
+  segments: ReadSegment[],
+  urlOf: (seg: ReadSegment, i: number) => Promise<string> | string,
+  what: string,
+): Promise<number> {
   let bytes = 0;
-  for (const seg of segments) {
-    const res = await fetch(await store.presignGet(seg.key, 3600));
+  for (const [i, seg] of segments.entries()) {
+    const res = await fetch(await urlOf(seg, i));
     if (res.status !== 200 || !res.body) {
-      throw new Error(`direct GET of ${seg.key} answered ${res.status}: ${await res.text()}`);
+      throw new Error(`${what} of ${seg.key} answered ${res.status}: ${await res.text()}`);
     }
     const reader = res.body.getReader();
     let n = 0;
@@ -322,7 +333,7 @@ async function getWholeInOrder(store: S3Store, segments: ReadSegment[]): Promise
       if (done) break;
       n += value.byteLength;
     }
-    if (n !== seg.size) throw new Error(`direct GET of ${seg.key}: ${n} bytes, not ${seg.size}`);
+    if (n !== seg.size) throw new Error(`${what} of ${seg.key}: ${n} bytes, not ${seg.size}`);
     bytes += n;
   }
   return bytes;
@@ -596,7 +607,11 @@ async function concurrentDirectScan(data: ReadData, proxy: DelayProxy): Promise<
   const clients = await Promise.all(data.partitions.map(async (p): Promise<ClientRun> => {
     const evicted = p.segments.filter((s) => s.evicted);
     const started = performance.now();
-    const bytes = await getWholeInOrder(store, evicted);
+    const bytes = await getWholeInOrder(
+      evicted,
+      (seg) => store.presignGet(seg.key, 3600),
+      "direct GET",
+    );
     const seconds = (performance.now() - started) / 1000;
     return { bytes, requests: evicted.length, answers503: 0, seconds };
   }));
