@@ -88,6 +88,20 @@ interface AgentWork {
   fetches: Record<string, number>;
 }
 
+type CpuSample = Awaited<ReturnType<typeof readCpu>>;
+
+/** A process's CPU seconds (user + system) between two samples, and the kernel's part of them. */
+function cpuBetween(
+  cpu0: CpuSample,
+  cpu1: CpuSample,
+): Pick<AgentWork, "cpuSeconds" | "systemSeconds"> {
+  if (!cpu0 || !cpu1) return {};
+  return {
+    cpuSeconds: round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
+    systemSeconds: round(cpu1.system - cpu0.system, 2),
+  };
+}
+
 /**
  * Runs `scan` against `server` (settled before and after) and measures it: its wall time (from
  * the start of `scan` to its end) and what the agent did meanwhile.
@@ -111,10 +125,7 @@ async function measured<T>(
     result,
     seconds,
     agent: {
-      cpuSeconds: cpu0 && cpu1
-        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
-        : undefined,
-      systemSeconds: cpu0 && cpu1 ? round(cpu1.system - cpu0.system, 2) : undefined,
+      ...cpuBetween(cpu0, cpu1),
       storeGets: d("tierd_store_requests_total", 'op="get"'),
       collections: d("tierd_memory_collections_total"),
       cacheHits: d("tierd_cache_hits_total"),
@@ -216,7 +227,7 @@ async function directScan(data: ReadData, proxy: DelayProxy | undefined): Promis
   const evicted = data.segments.filter((s) => s.evicted);
   const scan = await timedWholeScan(
     evicted,
-    (seg) => store.presignGet(seg.key, 3600),
+    presignedUrl(store),
     "direct GET",
   );
   return {
@@ -256,7 +267,7 @@ async function relayScan(data: ReadData, proxy: DelayProxy | undefined): Promise
   const urls = join(data.runDir, "relay-urls.txt");
   await Deno.writeTextFile(
     urls,
-    (await Promise.all(evicted.map((s) => store.presignGet(s.key, 3600)))).join("\n"),
+    (await Promise.all(evicted.map(presignedUrl(store)))).join("\n"),
   );
   const cacheDir = join(data.runDir, "relay-cache");
   const relay = new Deno.Command(await bunExecutable(), {
@@ -282,10 +293,7 @@ async function relayScan(data: ReadData, proxy: DelayProxy | undefined): Promise
       readahead: "n/a: one streamed GET per object",
       delayMs: proxy?.delayMs ?? 0,
       ...scan,
-      cpuSeconds: cpu0 && cpu1
-        ? round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2)
-        : undefined,
-      systemSeconds: cpu0 && cpu1 ? round(cpu1.system - cpu0.system, 2) : undefined,
+      ...cpuBetween(cpu0, cpu1),
     };
   } finally {
     relay.kill("SIGKILL");
@@ -293,6 +301,11 @@ async function relayScan(data: ReadData, proxy: DelayProxy | undefined): Promise
     await output.cancel().catch(() => {});
     await Deno.remove(cacheDir, { recursive: true }).catch(() => {});
   }
+}
+
+/** A segment's `.log` by a presigned GET (an hour's expiry) of `store`. */
+function presignedUrl(store: S3Store): (seg: ReadSegment) => Promise<string> {
+  return (seg) => store.presignGet(seg.key, 3600);
 }
 
 /** The S3 client the direct GETs use: through the delay proxy, or MinIO itself. */
@@ -609,7 +622,7 @@ async function concurrentDirectScan(data: ReadData, proxy: DelayProxy): Promise<
     const started = performance.now();
     const bytes = await getWholeInOrder(
       evicted,
-      (seg) => store.presignGet(seg.key, 3600),
+      presignedUrl(store),
       "direct GET",
     );
     const seconds = (performance.now() - started) / 1000;
@@ -745,6 +758,19 @@ export async function runReadScanBench(options: ReadScanBenchOptions = {}): Prom
   const headline = await runSingleScans(rounds);
   await runConcurrentScans(rounds);
   return headline;
+}
+
+/**
+ * The CPU seconds per GiB (2^30 bytes) answered of each scan, their median (2 decimals), and the
+ * median share of the kernel (system time) in them.
+ */
+function cpuPerGiBOf(scans: Scan[]): { perGiB: number[]; cpuPerGiB: number; systemShare: number } {
+  const perGiB = scans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
+  return {
+    perGiB,
+    cpuPerGiB: round(median(perGiB), 2),
+    systemShare: median(scans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN))),
+  };
 }
 
 /** Bytes written to measure the machine's cost of writing new files. */
@@ -938,17 +964,13 @@ async function runSingleScans(rounds: number): Promise<number> {
     });
     // tierd's CPU per GiB served cold: the figure that does not depend on the machine's speed.
     const plainScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].plain);
-    const perGiB = plainScans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
-    const cpuPerGiB = round(median(perGiB), 2);
-    const systemShare = median(
-      plainScans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN)),
-    );
+    const { perGiB, cpuPerGiB, systemShare } = cpuPerGiBOf(plainScans);
     const relayScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].relay);
-    const relayPerGiB = relayScans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
-    const relayCpuPerGiB = round(median(relayPerGiB), 2);
-    const relaySystemShare = median(
-      relayScans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN)),
-    );
+    const {
+      perGiB: relayPerGiB,
+      cpuPerGiB: relayCpuPerGiB,
+      systemShare: relaySystemShare,
+    } = cpuPerGiBOf(relayScans);
     const relayNote = `A caching relay (bench/caching_relay.ts under Bun, the runtime of the ` +
       `shipped binary: each object fetched, streamed to the client and kept as new 8 MiB files, ` +
       `nothing parsed, hashed or planned) costs ${relayCpuPerGiB} CPU s per GiB (per scan ` +
