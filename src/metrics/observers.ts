@@ -64,6 +64,7 @@ export function tierObserver(m: TierdMetrics, clock: Clock = systemClock): TierO
     evicted: (n) => m.evictions.inc(undefined, n),
     remoteDeleted: (n) => m.remoteDeletes.inc(undefined, n),
     markerQuarantined: () => m.markersQuarantined.inc(),
+    markersUnread: (delta) => m.markersUnread.inc(undefined, delta),
     journalTornTail: () => m.journalTornTails.inc(),
     stalled: (v) => markStalled(m, v, clock.now()),
     stateDamaged: () => m.journalsDamaged.inc(),

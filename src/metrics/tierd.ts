@@ -114,6 +114,11 @@ export interface TierdMetrics {
   /** `tierd_markers_quarantined_total`: `.remote` markers moved aside as untrustworthy. */
   markersQuarantined: Counter;
   /**
+   * `tierd_markers_unread`: markers trusted at boot from the clean-stop record that the first
+   * pass has not read and checked yet.
+   */
+  markersUnread: Gauge;
+  /**
    * `tierd_segments_damaged{stream,topic,partition}`: sealed segments whose records or index
    * failed verification before their copy (never copied or evicted until repaired).
    */
@@ -321,6 +326,10 @@ export function createTierdMetrics(
     markersQuarantined: registry.counter(
       "tierd_markers_quarantined_total",
       "Remote markers moved aside because they failed their checksum or incarnation.",
+    ),
+    markersUnread: registry.gauge(
+      "tierd_markers_unread",
+      "Remote markers trusted at boot from the clean-stop record, not yet read and checked.",
     ),
     segmentsDamaged: registry.gauge(
       "tierd_segments_damaged",

@@ -72,6 +72,17 @@ export interface TornTailInfo {
   reason: string;
 }
 
+/** A journal file's identity by content: its length and the XXH3-64 of its bytes. */
+export interface JournalFingerprint {
+  bytes: number;
+  digest: bigint;
+}
+
+/** The fingerprint of journal bytes. `initHashes()` must have been awaited. */
+export function journalFingerprint(bytes: Uint8Array): JournalFingerprint {
+  return { bytes: bytes.length, digest: xxh3_64(bytes) };
+}
+
 /** Options for {@linkcode Journal.open}. */
 export interface JournalOpenOptions {
   /** Called once when a torn tail was truncated, so the caller can log and count it. */
@@ -238,14 +249,22 @@ export class Journal {
    *
    * @param path The journal file.
    * @param options Torn-tail reporting.
-   * @returns The open journal and the events of its valid prefix, in order.
+   * @returns The open journal, the events of its valid prefix in order, and the fingerprint of
+   * that prefix (the file as it stands once a torn tail is cut off).
    * @throws {JournalDamaged} when the journal holds damage rather than a torn tail
    * @throws The `node:fs` error if the file cannot be created, read or truncated.
    */
   static async open(
     path: string,
     options: JournalOpenOptions = {},
-  ): Promise<{ journal: Journal; events: JournalEvent[]; positions: number[] }> {
+  ): Promise<
+    {
+      journal: Journal;
+      events: JournalEvent[];
+      positions: number[];
+      fingerprint: JournalFingerprint;
+    }
+  > {
     await initHashes();
     await mkdir(dirname(path), { recursive: true });
     await rm(path + ".tmp", { force: true });
@@ -270,6 +289,7 @@ export class Journal {
         journal: new Journal(path, fh, decoded.validBytes),
         events: decoded.events,
         positions: decoded.positions,
+        fingerprint: journalFingerprint(bytes.subarray(0, decoded.validBytes)),
       };
     } catch (err) {
       await fh.close();

@@ -39,11 +39,24 @@ interface Checked {
   reason?: string;
 }
 
-function checkMarker(dir: string, name: string, incarnation: bigint): Checked | undefined {
-  const m = /^(\d{20})\.remote$/.exec(name);
-  if (!m) return undefined;
+/** A marker's file name: the segment's start offset, 20 digits, then `.remote`. */
+const MARKER_NAME = /^(\d{20})\.remote$/;
+
+/** The `.remote` marker file names in `dir`, sorted (none when `dir` does not exist). */
+export async function listMarkerNames(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  return names.filter((n) => MARKER_NAME.test(n)).sort();
+}
+
+function checkMarker(dir: string, name: string, incarnation: bigint): Checked {
   const path = join(dir, name);
-  const start = BigInt(m[1]);
+  const start = BigInt(MARKER_NAME.exec(name)![1]);
   try {
     const marker = readMarkerSync(path);
     if (marker.incarnation !== incarnation) {
@@ -81,25 +94,17 @@ export async function scanMarkers(
 ): Promise<{ markers: FoundMarker[]; quarantined: QuarantinedMarker[] }> {
   const markers: FoundMarker[] = [];
   const quarantined: QuarantinedMarker[] = [];
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { markers, quarantined };
-    throw err;
-  }
+  const sorted = await listMarkerNames(dir);
   // A partition may hold thousands of markers and boot time is mostly their reads: they are
   // read synchronously (open, read, close: a third of an async read's cost), in batches with a
   // turn of the event loop between, so the agent stays responsive. Quarantining renames after.
   await initHashes();
-  const sorted = names.sort();
-  const checked = new Array<Checked | undefined>(sorted.length);
+  const checked = new Array<Checked>(sorted.length);
   for (let i = 0; i < sorted.length; i++) {
     if (i > 0 && i % MARKER_READ_BATCH === 0) await yieldToEventLoop();
     checked[i] = checkMarker(dir, sorted[i], incarnation);
   }
   for (const c of checked) {
-    if (!c) continue;
     if (c.found) {
       markers.push(c.found);
       continue;

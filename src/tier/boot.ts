@@ -2,12 +2,15 @@
 // content (a moved or restored directory keeps it; a recreated topic gets a new one), and a
 // partition with no journal is rebuilt from the bucket; copies and cleanups a crash cut off
 // become DANGLING; `.remote` markers are checked — untrusted ones quarantined, evictions a crash
-// left unrecorded recorded, and copies the journal does not know adopted from the bucket.
+// left unrecorded recorded, and copies the journal does not know adopted from the bucket. After a
+// clean stop whose record still fits the journal and the marker names, the markers are not read
+// before ready: the partition's first pass reads them (`reconcileMarkers`).
 import { incarnationHex } from "../layout/partition.ts";
 import type { DiscoveredPartition } from "../partition/discover.ts";
 import { newIncarnation } from "../partition/incarnation.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
-import { type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
+import { listMarkerNames, type QuarantinedMarker, scanMarkers } from "../state/marker_dir.ts";
+import { type CleanStopEntry, markerNamesDigest } from "../state/clean_stop.ts";
 import {
   getSegment,
   hasCopy,
@@ -42,20 +45,51 @@ export interface BootOutcome {
   evictionsRecorded: number;
   /** Copies the journal did not know, adopted from the bucket. */
   adopted: number;
+  /**
+   * Markers trusted from the clean-stop record, not read at boot: the first pass reads and
+   * checks them. 0 when boot read every marker.
+   */
+  markersUnread: number;
 }
 
-/** Reconciles `ledger` with the partition directory `part`, its markers and the bucket. */
+/** What reading and checking a partition's markers changed. */
+export type MarkerOutcome = Pick<BootOutcome, "quarantined" | "evictionsRecorded" | "adopted">;
+
+/**
+ * Reconciles `ledger` with the partition directory `part`, its markers and the bucket.
+ * @param cleanStop the partition's entry in the clean-stop record, if the last stop left one
+ */
 export async function reconcileAtBoot(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   part: DiscoveredPartition,
   keySpace: KeySpace,
+  cleanStop?: CleanStopEntry,
 ): Promise<BootOutcome> {
   const local = await listLocal(ctx, part.dir);
   const incarnation = await settleIncarnation(ctx, ledger, part, local, keySpace);
   const interrupted = await interruptedWork(ctx, ledger);
+  if (incarnation.kind === "kept" && cleanStop && await stillAsStopped(ledger, cleanStop)) {
+    const none = { quarantined: [], evictionsRecorded: 0, adopted: 0 };
+    return { incarnation, interrupted, ...none, markersUnread: cleanStop.markers };
+  }
   const markers = await reconcileMarkers(ctx, ledger, local);
-  return { incarnation, interrupted, ...markers };
+  return { incarnation, interrupted, ...markers, markersUnread: 0 };
+}
+
+/**
+ * Whether the partition is as the clean stop left it: the same incarnation and generation, the
+ * journal replayed byte for byte the one it closed, and the same marker names. Then its markers
+ * were all read and checked, or written, by the run that stopped, and nothing of ours changed
+ * them since; only damage in place can have, which the first pass's read still catches.
+ */
+async function stillAsStopped(ledger: PartitionLedger, entry: CleanStopEntry): Promise<boolean> {
+  const s = ledger.state;
+  const journal = ledger.openedJournal;
+  if (s.incarnation !== entry.incarnation || s.generation !== entry.generation) return false;
+  if (journal.bytes !== entry.journalBytes || journal.digest !== entry.journalDigest) return false;
+  const names = await listMarkerNames(ledger.stateDir);
+  return names.length === entry.markers && markerNamesDigest(names) === entry.markerNamesDigest;
 }
 
 /**
@@ -273,11 +307,11 @@ async function interruptedWork(ctx: PhaseContext, ledger: PartitionLedger): Prom
  * segment — records the eviction a crash may have left unrecorded; a trusted marker the journal
  * has no record of (a journal cut short) is checked against the bucket and adopted.
  */
-async function reconcileMarkers(
+export async function reconcileMarkers(
   ctx: PhaseContext,
   ledger: PartitionLedger,
   local: readonly SegmentFiles[],
-): Promise<{ quarantined: QuarantinedMarker[]; evictionsRecorded: number; adopted: number }> {
+): Promise<MarkerOutcome> {
   const { markers, quarantined } = await scanMarkers(
     ledger.stateDir,
     ledger.location().incarnation,

@@ -20,6 +20,11 @@ export interface TierObserver {
   evicted?(count: number): void;
   remoteDeleted?(count: number): void;
   markerQuarantined?(path: string, reason: string): void;
+  /**
+   * Markers trusted at boot from the clean-stop record and not read yet changed by `delta`
+   * (positive as partitions open, negative as their first pass reads them or they close).
+   */
+  markersUnread?(delta: number): void;
   journalTornTail?(path: string): void;
   /** 1 while uploads cannot reach the store, 0 once they can. */
   stalled?(value: 0 | 1): void;

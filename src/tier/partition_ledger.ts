@@ -1,17 +1,24 @@
 // A partition's durable state: its journal, the state folded from it, and the `.remote` markers
 // and kept index copies beside it. Every change is validated, journaled (fsynced) and only then
 // applied, so the in-memory state never runs ahead of what a restart would replay.
-import { rename, unlink } from "node:fs/promises";
+import { readFile, rename, unlink } from "node:fs/promises";
 import type { KeySpace } from "../layout/key_space.ts";
 import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
 import { type PartitionId, partitionLabel } from "../layout/partition.ts";
 import { markerOf } from "../layout/segment_facts.ts";
 import { journalPath, markerPaths, partitionStateDir } from "../layout/state_paths.ts";
 import type { JournalEvent } from "../state/events.ts";
-import { Journal, JournalDamaged, type TornTailInfo } from "../state/journal.ts";
+import {
+  Journal,
+  JournalDamaged,
+  type JournalFingerprint,
+  journalFingerprint,
+  type TornTailInfo,
+} from "../state/journal.ts";
+import { type CleanStopEntry, markerNamesDigest } from "../state/clean_stop.ts";
 import { writeMarker } from "../state/marker.ts";
 import { fsyncDir, writeFileDurable } from "../base/durable.ts";
-import { keepIndexCopy } from "../state/marker_dir.ts";
+import { keepIndexCopy, listMarkerNames } from "../state/marker_dir.ts";
 import {
   applyEvent,
   checkEvent,
@@ -30,6 +37,8 @@ export class PartitionLedger {
   readonly label: string;
   /** The partition's state directory (journal, markers, index copies). */
   readonly stateDir: string;
+  /** The journal as it was replayed at open (a torn tail already cut off). */
+  readonly openedJournal: JournalFingerprint;
   readonly #keySpace: KeySpace;
   readonly #journal: Journal;
   #state: PartitionState;
@@ -40,10 +49,12 @@ export class PartitionLedger {
     keySpace: KeySpace,
     journal: Journal,
     state: PartitionState,
+    openedJournal: JournalFingerprint,
   ) {
     this.id = { stream: id.stream, topic: id.topic, partition: id.partition };
     this.label = partitionLabel(id);
     this.stateDir = stateDir;
+    this.openedJournal = openedJournal;
     this.#keySpace = keySpace;
     this.#journal = journal;
     this.#state = state;
@@ -61,7 +72,7 @@ export class PartitionLedger {
   ): Promise<PartitionLedger> {
     const dir = partitionStateDir(stateRoot, id);
     const path = journalPath(dir);
-    const { journal, events, positions } = await Journal.open(path, options);
+    const { journal, events, positions, fingerprint } = await Journal.open(path, options);
     let state: PartitionState;
     try {
       state = fold(events);
@@ -73,7 +84,7 @@ export class PartitionLedger {
       const at = events.indexOf(err.event);
       throw new JournalDamaged(path, positions[at] ?? 0, `record ${at + 1}: ${err.message}`);
     }
-    return new PartitionLedger(id, dir, keySpace, journal, state);
+    return new PartitionLedger(id, dir, keySpace, journal, state, fingerprint);
   }
 
   /** The folded state (read-only; replaced, never mutated, by {@linkcode record}). */
@@ -154,6 +165,27 @@ export class PartitionLedger {
   /** Closes the journal. */
   async close(): Promise<void> {
     await this.#journal.close();
+  }
+
+  /**
+   * What the clean-stop record keeps of this partition: the journal's and the marker names'
+   * fingerprints as they are now. Call it once the journal is closed; undefined for a partition
+   * with no incarnation yet.
+   */
+  async cleanStopEntry(): Promise<CleanStopEntry | undefined> {
+    const s = this.#state;
+    if (s.incarnation === undefined) return undefined;
+    const journal = journalFingerprint(await readFile(journalPath(this.stateDir)));
+    const names = await listMarkerNames(this.stateDir);
+    return {
+      ...this.id,
+      incarnation: s.incarnation,
+      generation: s.generation,
+      journalBytes: journal.bytes,
+      journalDigest: journal.digest,
+      markers: names.length,
+      markerNamesDigest: markerNamesDigest(names),
+    };
   }
 }
 

@@ -10,7 +10,8 @@ import type { DiscoveredPartition } from "../partition/discover.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import type { ChosenDeletion } from "../state/delete_lag.ts";
 import { getSegment, type PartitionState, segmentsOf } from "../state/segment_state.ts";
-import { type BootOutcome, reconcileAtBoot, settleReappeared } from "./boot.ts";
+import { type BootOutcome, reconcileAtBoot, reconcileMarkers, settleReappeared } from "./boot.ts";
+import type { CleanStopEntry } from "../state/clean_stop.ts";
 import { directoryContradicts } from "../partition/journal_fit.ts";
 import { damageOf, type LocalDamage } from "./damage.ts";
 import { type EvictionBlock, EvictionGate } from "./eviction_gate.ts";
@@ -81,7 +82,7 @@ export class PartitionTier {
   readonly ledger: PartitionLedger;
   /** The broker's partition directory. */
   readonly dir: string;
-  readonly boot: OpenOutcome;
+  #boot: OpenOutcome;
   readonly #ctx: PhaseContext;
   readonly #evictor: Evictor;
   readonly #gate: EvictionGate;
@@ -94,6 +95,7 @@ export class PartitionTier {
   #uploadFault?: UploadFault;
   #format?: FormatName;
   #lastPass?: PartitionPassReport;
+  #closed = false;
 
   private constructor(
     ctx: PhaseContext,
@@ -112,18 +114,21 @@ export class PartitionTier {
       ctx.clock,
       (id, reason) => ctx.observer.evictionBlocked?.(id, reason),
     );
-    this.boot = boot;
+    this.#boot = boot;
+    ctx.observer.markersUnread?.(boot.markersUnread);
   }
 
   /**
    * Opens (replaying) the partition's journal and reconciles it with its directory and markers.
    * @param ctx the worker's services, with this partition's logger
+   * @param cleanStop its entry in the clean-stop record the last stop left, if any
    */
   static async open(
     ctx: PhaseContext,
     part: DiscoveredPartition,
     keySpace: KeySpace,
     evictor: Evictor,
+    cleanStop?: CleanStopEntry,
   ): Promise<PartitionTier> {
     const stateRoot = ctx.config.agent.state_dir;
     let tornTail: TornTailInfo | undefined;
@@ -160,7 +165,13 @@ export class PartitionTier {
       ledger = await PartitionLedger.open(stateRoot, part, keySpace, options);
     }
     try {
-      const boot = await reconcileAtBoot(ctx, ledger, part, keySpace);
+      const boot = await reconcileAtBoot(
+        ctx,
+        ledger,
+        part,
+        keySpace,
+        damage ? undefined : cleanStop,
+      );
       return new PartitionTier(ctx, ledger, part, evictor, { ...boot, damage, tornTail });
     } catch (err) {
       await ledger.close();
@@ -170,6 +181,11 @@ export class PartitionTier {
 
   get id(): PartitionId {
     return this.ledger.id;
+  }
+
+  /** What opening the partition found, and what the first pass's read of its markers added. */
+  get boot(): OpenOutcome {
+    return this.#boot;
   }
 
   /** `"{s}/{t}/{p}"`. */
@@ -241,6 +257,7 @@ export class PartitionTier {
       }
       segments = await listLocal(ctx, this.dir);
     }
+    if (this.#boot.markersUnread > 0) await this.#readUnreadMarkers(segments);
     const format = await this.#formatOf(segments);
     await detectPurge(ctx, ledger, segments);
     const lost = await recordLosses(ctx, ledger, segments);
@@ -315,6 +332,33 @@ export class PartitionTier {
     return report;
   }
 
+  /**
+   * Reads and checks the markers boot trusted from the clean-stop record, as boot does after a
+   * crash: damage found here is quarantined, and what it changes is added to the boot outcome.
+   */
+  async #readUnreadMarkers(segments: readonly SegmentFiles[]): Promise<void> {
+    const found = await reconcileMarkers(this.#ctx, this.ledger, segments);
+    const unread = this.#boot.markersUnread;
+    this.#boot = {
+      ...this.#boot,
+      quarantined: [...this.#boot.quarantined, ...found.quarantined],
+      evictionsRecorded: this.#boot.evictionsRecorded + found.evictionsRecorded,
+      adopted: this.#boot.adopted + found.adopted,
+      markersUnread: 0,
+    };
+    this.#ctx.observer.markersUnread?.(-unread);
+  }
+
+  /**
+   * This partition's entry for the clean-stop record, once its journal is closed: undefined
+   * while markers boot trusted are still unread (the next boot reads them all), or before it has
+   * an incarnation.
+   */
+  cleanStopEntry(): Promise<CleanStopEntry | undefined> {
+    if (this.#boot.markersUnread > 0) return Promise.resolve(undefined);
+    return this.ledger.cleanStopEntry();
+  }
+
   /** Sealed segments with no record yet, plus dangling ones: copies still to do. */
   #pending(segments: readonly SegmentFiles[]): number {
     const state = this.ledger.state;
@@ -340,9 +384,14 @@ export class PartitionTier {
     return this.ledger.compact(this.#ctx.clock.now());
   }
 
-  /** Closes the journal (and withdraws the partition's eviction block from the metrics). */
+  /**
+   * Closes the journal (and withdraws the partition's eviction block, and its unread markers,
+   * from the metrics).
+   */
   close(): Promise<void> {
     this.#gate.forget();
+    if (!this.#closed) this.#ctx.observer.markersUnread?.(-this.#boot.markersUnread);
+    this.#closed = true;
     return this.ledger.close();
   }
 }

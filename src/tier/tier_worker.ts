@@ -31,6 +31,7 @@ import { describeProblem, type Problem, problemOf } from "./problem.ts";
 import { TokenBucket } from "../cache/token_bucket.ts";
 import type { DeleteBudget } from "./phases/retention.ts";
 import { Housekeeper } from "./housekeeping/housekeeper.ts";
+import { type CleanStopEntry, takeCleanStop, writeCleanStop } from "../state/clean_stop.ts";
 import type { JobOutcome } from "./housekeeping/job.ts";
 
 /** What a whole pass did, summed over partitions. */
@@ -130,6 +131,11 @@ export class TierWorker {
   #lastPass?: PassRecord;
   /** Passes, housekeeping runs and compactions run one at a time, in order. */
   #serial: Promise<unknown> = Promise.resolve();
+  /**
+   * The last clean stop's entries by label, for the partitions' first open; undefined before the
+   * first discovery takes the record. Only a worker that took it writes one at close.
+   */
+  #cleanStop?: Map<string, CleanStopEntry>;
 
   constructor(env: TierEnv) {
     const ts = env.config.tiered_storage;
@@ -381,12 +387,15 @@ export class TierWorker {
         this.#opening.set(label, "the agent is opening its state (journal, markers, the bucket)");
       }
     }
+    const first = this.#cleanStop === undefined;
+    if (first) this.#cleanStop = await this.#takeCleanStop();
     try {
       await this.#openAll(found, seen, out, failed);
     } finally {
       this.#opening.clear();
       this.#started = true;
     }
+    if (first) this.#sayMarkersUnread(out);
     for (const [dir, p] of this.#partitions) {
       if (!seen.has(dir)) {
         this.#vanished.set(p.label, this.#shared.clock.now());
@@ -432,6 +441,7 @@ export class TierWorker {
             part,
             { prefix: this.#prefix, clusterId: config.agent.cluster_id },
             this.#evictor,
+            this.#cleanStop?.get(label),
           );
         } catch (err) {
           this.#failedOpen.set(label, (err as Error).message);
@@ -455,11 +465,75 @@ export class TierWorker {
     }
   }
 
-  /** Waits for a running pass, then closes every partition's journal. */
+  /**
+   * Takes the last clean stop's record (see `state/clean_stop.ts`), saying when there is none or
+   * it is damaged: then every marker is read before ready.
+   */
+  async #takeCleanStop(): Promise<Map<string, CleanStopEntry>> {
+    const taken = await takeCleanStop(this.#config.agent.state_dir);
+    if (taken.kind === "damaged") {
+      this.#logger.warn("clean-stop record not usable: every marker is read before ready", {
+        err: taken.error,
+      });
+      return new Map();
+    }
+    if (taken.kind === "none") {
+      this.#logger.info(
+        "no clean-stop record (first start, or the last stop was not clean): every marker is " +
+          "read before ready",
+      );
+      return new Map();
+    }
+    return new Map(taken.entries.map((e) => [partitionLabel(e), e]));
+  }
+
+  #sayMarkersUnread(opened: readonly PartitionTier[]): void {
+    const trusted = opened.filter((p) => p.boot.markersUnread > 0);
+    const markers = trusted.reduce((n, p) => n + p.boot.markersUnread, 0);
+    const entries = this.#cleanStop?.size ?? 0;
+    this.#cleanStop?.clear();
+    if (entries === 0) return;
+    this.#logger.info(
+      "markers trusted from the clean-stop record; each partition's first pass reads them",
+      {
+        partitions: trusted.length,
+        markers,
+        read_at_boot: opened.length - trusted.length,
+      },
+    );
+  }
+
+  /**
+   * Waits for a running pass, then closes every partition's journal, and writes the clean-stop
+   * record (when this worker took one at its first discovery): an entry for each partition whose
+   * markers this run read. A failure to write it is said, never thrown: the next boot reads
+   * every marker instead.
+   */
   async close(): Promise<void> {
     await this.#serial;
-    for (const p of this.#partitions.values()) await p.close();
+    const entries: CleanStopEntry[] = [];
+    for (const p of this.#partitions.values()) {
+      await p.close();
+      if (this.#cleanStop === undefined) continue;
+      try {
+        const entry = await p.cleanStopEntry();
+        if (entry) entries.push(entry);
+      } catch (err) {
+        this.#logger.warn("partition left out of the clean-stop record", {
+          partition: p.label,
+          err,
+        });
+      }
+    }
     this.#partitions.clear();
+    if (this.#cleanStop === undefined) return;
+    try {
+      await writeCleanStop(this.#config.agent.state_dir, entries, this.#shared.clock.now());
+    } catch (err) {
+      this.#logger.warn("clean-stop record not written: the next boot reads every marker", {
+        err,
+      });
+    }
   }
 }
 

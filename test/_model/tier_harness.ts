@@ -111,6 +111,8 @@ export interface RecordedObserver extends TierObserver {
   remoteDeletedCount: number;
   quarantined: { path: string; reason: string }[];
   tornTails: string[];
+  /** Markers trusted from the clean-stop record and not read yet (the gauge's value). */
+  unread: number;
   /** Every `evictionBlocked` call, in order. */
   blocked: { partition: string; reason: string | undefined }[];
 }
@@ -123,12 +125,14 @@ export function recordingObserver(): RecordedObserver {
     remoteDeletedCount: 0,
     quarantined: [],
     tornTails: [],
+    unread: 0,
     blocked: [],
     lostBeforeUpload: (n) => void (o.lost += n),
     evicted: (n) => void (o.evictedCount += n),
     remoteDeleted: (n) => void (o.remoteDeletedCount += n),
     markerQuarantined: (path, reason) => void o.quarantined.push({ path, reason }),
     journalTornTail: (path) => void o.tornTails.push(path),
+    markersUnread: (delta) => void (o.unread += delta),
     evictionBlocked: (id, reason) =>
       void o.blocked.push({ partition: `${id.stream}/${id.topic}/${id.partition}`, reason }),
   };

@@ -2,7 +2,9 @@
 // start, mid-PUT, mid-multipart, while markers are written and broker files unlinked, during
 // dangling cleanup and journal compaction, and at random — while a writer keeps appending. After
 // every kill the broker directory, the state directory and the bucket are checked against an
-// oracle of every segment ever sealed; at the end a clean SIGTERM, a `run --once`, and no
+// oracle of every segment ever sealed. Every eighth kill is followed by a settled run stopped
+// cleanly (SIGTERM), and the next boot, which takes the clean-stop record, is killed while its
+// first pass reads the markers boot trusted. At the end a clean SIGTERM, a `run --once`, and no
 // DANGLING segment or incomplete multipart upload may remain. Skipped loudly without MinIO.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -63,7 +65,12 @@ const AIMS = [
   "marker write",
   "random",
 ] as const;
-type Aim = typeof AIMS[number];
+/**
+ * The aim of each cycle that follows a clean stop: its boot trusts the clean-stop record, and
+ * the kill lands while the first pass reads the markers boot did not.
+ */
+const AFTER_CLEAN_STOP = "first pass reading trusted markers";
+type Aim = typeof AIMS[number] | typeof AFTER_CLEAN_STOP;
 /** Aims that need a large segment waiting to be copied (multipart). */
 const MULTIPART_AIMS = new Set<Aim>([
   "UploadPart in flight",
@@ -97,6 +104,8 @@ if (await minioAvailable("kill test against MinIO")) {
     let inflatedBytes = 0;
     let kills = 0;
     let cycle = 0;
+    let cleanStops = 0;
+    let afterCleanStop = false;
     try {
       const oracle = new BrokerOracle(
         join(tmp.path, "broker"),
@@ -145,7 +154,8 @@ if (await minioAvailable("kill test against MinIO")) {
       };
 
       while (kills < MIN_KILLS || (kills < MAX_KILLS && Date.now() - started < KILL_BUDGET_MS)) {
-        const aim = AIMS[cycle++ % AIMS.length];
+        const aim: Aim = afterCleanStop ? AFTER_CLEAN_STOP : AIMS[cycle++ % AIMS.length];
+        afterCleanStop = false;
         aimed.set(aim, (aimed.get(aim) ?? 0) + 1);
         if (aim === "compaction" && await inflateJournal(oracle, small)) {
           compactions++;
@@ -243,6 +253,12 @@ if (await minioAvailable("kill test against MinIO")) {
           case "random":
             delayed("random 0-1500 ms", 1500);
             break;
+          case AFTER_CLEAN_STOP:
+            current.onLine((l) =>
+              l.msg.startsWith("markers trusted from the clean-stop record") &&
+              delayed("markers trusted at boot +0-300 ms", 300)
+            );
+            break;
         }
         if (!appendNow) {
           await sleep(Math.floor(random() * 200));
@@ -273,16 +289,23 @@ if (await minioAvailable("kill test against MinIO")) {
           inflatedBytes = 0;
         }
         tornTails += check.torn;
-        // Every few kills, restart and let the agent settle before the next kill.
+        // Every few kills, restart, let the agent settle and stop it cleanly: the next boot
+        // takes the clean-stop record it wrote, and is killed while its first pass reads the
+        // markers that boot trusted.
         if (kills % 8 === 0) {
           agent = spawnTierd(["run", "--config", configPath], env);
+          // Up and past its first pass (a SIGTERM before the handlers are in is a kill).
+          await agent.waitFor((l) => l.msg === "first pass done", 60_000);
           await settle(oracle, agent, 60_000);
-          agent.kill("SIGKILL");
-          await agent.status;
+          agent.kill("SIGTERM");
+          const stopped = await agent.status;
+          assert.equal(stopped.code, 0, `SIGTERM exit:\n${agent.output().slice(-2000)}`);
           agent = undefined;
-          kills++;
-          land("after settling");
-          await oracle.checkInvariants(store, `after settled kill ${kills}`);
+          await Deno.stat(join(tmp.path, "state", "clean_stop")); // the record is there
+          cleanStops++;
+          afterCleanStop = true;
+          land("settled, then stopped cleanly");
+          await oracle.checkInvariants(store, `after clean stop ${cleanStops}`);
         }
       }
 
@@ -332,7 +355,8 @@ if (await minioAvailable("kill test against MinIO")) {
       );
 
       const report = [
-        `kills: ${kills} in ${((Date.now() - started) / 1000).toFixed(0)} s (seed ${seed})`,
+        `kills: ${kills} in ${((Date.now() - started) / 1000).toFixed(0)} s (seed ${seed}), ` +
+        `clean stops between them: ${cleanStops}`,
         `aims: ${[...aimed].map(([a, n]) => `${a} ×${n}`).join(", ")}`,
         `kills leaving an incomplete multipart upload behind: ${incompleteAfterKill}`,
         `journals with a torn tail after a kill: ${tornTails}`,

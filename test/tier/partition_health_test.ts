@@ -11,6 +11,7 @@ const clean: OpenOutcome = {
   quarantined: [],
   evictionsRecorded: 0,
   adopted: 0,
+  markersUnread: 0,
 };
 
 Deno.test("partition health: a clean open is ok with nothing to say", () => {
