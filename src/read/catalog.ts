@@ -12,7 +12,7 @@ import { type PartitionId, partitionLabel, partitionRelPath } from "../layout/pa
 import { directoryContradicts } from "../partition/journal_fit.ts";
 import type { SegmentFiles } from "../partition/segments.ts";
 import { type PartitionState, type SegmentRecord, segmentsOf } from "../state/segment_state.ts";
-import { segmentKeys } from "../layout/object_keys.ts";
+import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
 import { fromUserMetadata } from "../layout/object_metadata.ts";
 import type { SegmentFacts } from "../layout/segment_facts.ts";
 import { tieredTopic } from "../config/topics.ts";
@@ -180,10 +180,52 @@ export async function loadCatalog(
  */
 interface RemoteView {
   segments: readonly CatalogSegment[];
-  /** Starts of `segments`, for the merge. */
-  starts: ReadonlySet<bigint>;
   /** LOST_BEFORE_UPLOAD and HOLE records, in start order. */
   lost: readonly SegmentRecord[];
+}
+
+/** What every copy of one view shares. */
+interface ViewScope {
+  location: RemoteLocation;
+  /** The position's partition (incarnation and generation included). */
+  partition: string;
+  /** The generation's records (a published state's table is never changed). */
+  records: ReadonlyMap<bigint, SegmentRecord>;
+}
+
+/**
+ * A copy in a remote view. A view lives as long as its state, and a partition may hold 100,000
+ * copies: their facts, keys and position are made when a read asks for them (the facts from the
+ * state's compact table), so a copy costs this object and its entry, not a record's facts, two
+ * key strings and three more objects: about 1 KB a segment, kept for every partition a scrape or
+ * a read had touched.
+ */
+class ViewCopy implements RemoteCopy {
+  readonly #scope: ViewScope;
+  readonly #start: bigint;
+  readonly #base: number;
+
+  constructor(scope: ViewScope, start: bigint, base: number) {
+    this.#scope = scope;
+    this.#start = start;
+    this.#base = base;
+  }
+
+  get meta(): SegmentFacts {
+    return this.#scope.records.get(this.#start)!.meta!;
+  }
+
+  get keys(): { log: string; index: string } {
+    return segmentKeys(this.#scope.location, this.#start);
+  }
+
+  get position(): { partition: string; base: number } {
+    return { partition: this.#scope.partition, base: this.#base };
+  }
+
+  toJSON(): RemoteCopy {
+    return { keys: this.keys, meta: this.meta, position: this.position };
+  }
 }
 
 /** Views by state, then by the key space they were built for (`{prefix}\0{cluster_id}`). */
@@ -197,20 +239,21 @@ function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): R
   const segments: CatalogSegment[] = [];
   const lost: SegmentRecord[] = [];
   if (state.incarnation !== undefined) {
-    const loc = {
-      ...id,
-      prefix: ctx.prefix,
-      clusterId: ctx.config.agent.cluster_id,
-      incarnation: state.incarnation,
-      generation: state.generation,
+    const scope: ViewScope = {
+      location: {
+        ...id,
+        prefix: ctx.prefix,
+        clusterId: ctx.config.agent.cluster_id,
+        incarnation: state.incarnation,
+        generation: state.generation,
+      },
+      partition: `${partitionLabel(id)}@${incarnationHex(state.incarnation)}-${state.generation}`,
+      records: state.segments.get(state.generation) ?? new Map(),
     };
-    const partition = `${partitionLabel(id)}@${
-      incarnationHex(state.incarnation)
-    }-${state.generation}`;
     let base = 0;
     for (const r of segmentsOf(state)) {
       if (r.state === "LOST_BEFORE_UPLOAD" || r.state === "HOLE") lost.push(r);
-      const position = { partition, base };
+      const at = base;
       base += r.meta?.size ?? 0;
       if (r.state !== "COPY_SEGMENT_FINISHED") continue;
       segments.push({
@@ -218,11 +261,11 @@ function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): R
         start: r.start,
         end: r.meta.endOffset,
         active: false,
-        remote: { keys: segmentKeys(loc, r.start), meta: r.meta, position },
+        remote: new ViewCopy(scope, r.start, at),
       });
     }
   }
-  const view = { segments, starts: new Set(segments.map((s) => s.start)), lost };
+  const view = { segments, lost };
   if (!byKeySpace) remoteViews.set(state, byKeySpace = new Map());
   byKeySpace.set(space, view);
   return view;
@@ -267,7 +310,8 @@ export function mergeEntries(
   const sorted: CatalogSegment[] = split === 0 ? tail : [...remote.slice(0, split), ...tail];
   if (!view || view.lost.length === 0) return sorted;
   const present = (start: bigint) =>
-    view.starts.has(start) || locals.some((f) => f.start === start);
+    remote[firstAtOrAfter(remote, start)]?.start === start ||
+    locals.some((f) => f.start === start);
   const gaps: CatalogGap[] = [];
   for (const rec of view.lost) {
     if (present(rec.start)) continue; // the segment reappeared; its bytes win
