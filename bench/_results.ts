@@ -231,6 +231,7 @@ const ORDER = [
   "read_peak_rss_mib_24x64mib",
   "iggy_json_poll_peak_rss_mib_24",
   "boot_seconds_100k_segments",
+  "boot_seconds_100k_segments_after_crash",
   "rss_bytes_per_segment",
 ];
 

@@ -4,7 +4,9 @@
 // evicted) and its `.remote` marker, written with tierd's own encoders (src/state/journal.ts,
 // src/state/marker.ts) — and how much memory each segment costs once loaded.
 //   - boot: the compiled binary, `tierd run`, from spawn until `/readyz` answers 200 (journals
-//     replayed, markers reconciled and the first pass done); median of 3 boots;
+//     replayed, markers reconciled, every partition open); median of 3 boots after a clean stop
+//     (the clean-stop record lets boot skip reading the markers; the first pass reads them),
+//     and, apart, of 3 boots with no record (as after a crash: every marker read before ready);
 //   - RSS: VmRSS of that process once ready and settled (boot's garbage given back), minus the
 //     same for a boot over the same 100 partitions with empty journals, ÷ 100,000.
 // The in-process replay alone (TierWorker.open of every partition, in this Deno process)
@@ -25,7 +27,8 @@ import { TierWorker } from "../src/tier/tier_worker.ts";
 import type { JournalEvent } from "../src/state/events.ts";
 import { encodeMarker } from "../src/state/marker.ts";
 import { discoverPartitions } from "../src/partition/discover.ts";
-import { recordResult } from "./_results.ts";
+import { NO_GOAL, recordResult } from "./_results.ts";
+import { CLEAN_STOP_FILE } from "../src/state/clean_stop.ts";
 import { WORK_DIR } from "./_segments.ts";
 import { median, progress, round } from "./_stats.ts";
 import { startTierdRun, tierdBinary, waitForQuiet } from "./_proc.ts";
@@ -168,13 +171,30 @@ async function vmRssKiB(pid: number): Promise<number> {
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(text)?.[1] ?? NaN);
 }
 
-/** One boot of the binary: seconds to ready, then the RSS once ready. */
-async function bootOnce(tree: StateTree, store: BenchStore) {
+/** The value of an unlabelled gauge in the agent's `/metrics`. */
+async function gauge(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+  if (!line) throw new Error(`/metrics has no ${name}`);
+  return Number(line[1]);
+}
+
+/**
+ * One boot of the binary: seconds to ready, then the RSS once ready. With `crash`, the
+ * clean-stop record the last stop wrote is removed first, as a crash would have left none.
+ * It waits until the first pass has read every marker boot trusted before it samples the
+ * resident set, and so before it stops the agent (cleanly): the record that stop writes covers
+ * every partition.
+ */
+async function bootOnce(tree: StateTree, store: BenchStore, options: { crash: boolean }) {
   await tierdBinary(); // built before the clock starts
   const port = freePort();
   const config = join(tree.root, "tierd.toml");
   await Deno.writeTextFile(config, configText(tree, store, port));
   await Deno.remove(join(tree.root, "cache"), { recursive: true }).catch(() => {});
+  const record = join(tree.stateDir, CLEAN_STOP_FILE);
+  if (options.crash) await Deno.remove(record).catch(() => {});
+  const hadRecord = await stat(record).then(() => true, () => false);
   const t0 = performance.now();
   const run = await startTierdRun({
     config,
@@ -194,9 +214,25 @@ async function bootOnce(tree: StateTree, store: BenchStore) {
   });
   const seconds = (performance.now() - t0) / 1000;
   try {
+    // The markers boot trusted are read by the first pass, right after ready: the resident set
+    // is sampled once they are all read (a minute at most), and once the agent has answered a
+    // scrape and a partition listing, as Prometheus and an operator have it do (a scrape costs
+    // the agent a fraction of a second of CPU here: the gauge is polled twice a second).
+    const unreadAtReady = await gauge(port, "tierd_markers_unread");
+    let unread = unreadAtReady;
+    for (let i = 0; unread > 0 && i < 1200; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      unread = await gauge(port, "tierd_markers_unread");
+    }
+    if (unread > 0) throw new Error(`${unread} markers still unread a minute after ready`);
+    const markersReadAfterSeconds = (performance.now() - t0) / 1000 - seconds;
     // The first 3 s after ready hold boot's garbage that the runtime has collected but not
     // yet given back (Bun's allocator returns free pages over a few seconds): sampled on until
     // the resident set stops falling — no new low for 3 s, within 20 s — and taken there.
+    const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
+      segments: { remote: number };
+    }[];
+    const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
     const rss: number[] = [];
     let low = Infinity;
     let lowAt = 0;
@@ -209,11 +245,10 @@ async function bootOnce(tree: StateTree, store: BenchStore) {
         lowAt = i;
       }
     }
-    const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
-      segments: { remote: number };
-    }[];
-    const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
     return {
+      hadRecord,
+      unreadAtReady,
+      markersReadAfterSeconds: round(markersReadAfterSeconds, 2),
       seconds,
       rssBytes: median(rss.slice(-12)) * 1024,
       rssFirstBytes: median(rss.slice(0, 12)) * 1024,
@@ -227,7 +262,8 @@ async function bootOnce(tree: StateTree, store: BenchStore) {
 }
 
 /**
- * In this (Deno) process: TierWorker.open (every partition opened) (what the agent does at boot),
+ * In this (Deno) process: TierWorker.open (every partition opened) without a clean-stop record
+ * (what the agent does at boot after a crash),
  * its parts one by one (reading and decoding the journals, folding the events, reading the
  * markers), and a TierWorker's first and second pass over the same state (SimStore).
  */
@@ -237,6 +273,7 @@ async function replayInProcess(tree: StateTree, store: BenchStore) {
     TIERD_S3_SECRET_KEY: "y",
   });
   const env = { config, store: new SimStore(), prefix: "bench-boot", logger: silentLogger };
+  await Deno.remove(join(tree.stateDir, CLEAN_STOP_FILE)).catch(() => {});
   let t0 = performance.now();
   const found = await discoverPartitions(tree.dataDir);
   const opening = new TierWorker(env);
@@ -300,28 +337,46 @@ export async function runReadBootBench(): Promise<number> {
     );
     type Boot = Awaited<ReturnType<typeof bootOnce>>;
     const boots: Boot[] = [];
+    const crashBoots: Boot[] = [];
     const emptyBoots: Boot[] = [];
-    for (let i = 0; i < BOOTS; i++) {
-      await waitForQuiet(20_000);
-      const b = await bootOnce(full, store);
+    const checkRemote = (b: Boot) => {
       if (b.remote !== SEGMENTS) {
         throw new Error(
           `booted with ${b.remote} remote segments, expected ${SEGMENTS}: ${b.warnings}`,
         );
       }
+    };
+    for (let i = 0; i < BOOTS; i++) {
+      await waitForQuiet(20_000);
+      // No record (as after a crash): every marker is read before ready. Its clean stop writes
+      // the record the next boot takes.
+      const c = await bootOnce(full, store, { crash: true });
+      checkRemote(c);
+      crashBoots.push(c);
+      await waitForQuiet(20_000);
+      const b = await bootOnce(full, store, { crash: false });
+      checkRemote(b);
+      if (!b.hadRecord || b.unreadAtReady === 0) {
+        throw new Error(`boot ${i + 1} after a clean stop did not trust its record: ${b.warnings}`);
+      }
       boots.push(b);
-      const e = await bootOnce(empty, store);
+      const e = await bootOnce(empty, store, { crash: false });
       emptyBoots.push(e);
       progress(
         "read_boot",
-        `boot ${i + 1}: ${b.seconds.toFixed(2)} s, RSS ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB ` +
-          `(empty journals: ${e.seconds.toFixed(2)} s, ${(e.rssBytes / 2 ** 20).toFixed(1)} MiB)` +
+        `boot ${i + 1}: ${b.seconds.toFixed(2)} s after a clean stop (${b.unreadAtReady} markers ` +
+          `unread at ready, all read ${b.markersReadAfterSeconds} s after), ` +
+          `${c.seconds.toFixed(2)} s as after a crash; RSS ${(b.rssBytes / 2 ** 20).toFixed(1)} ` +
+          `MiB (empty journals: ${e.seconds.toFixed(2)} s, ${
+            (e.rssBytes / 2 ** 20).toFixed(1)
+          } MiB)` +
           (b.warnings ? `; log: ${b.warnings.slice(0, 300)}` : ""),
       );
     }
     const inProcess = await replayInProcess(full, store);
     progress("read_boot", `in-process replay: ${JSON.stringify(inProcess)}`);
     const bootSeconds = median(boots.map((b) => b.seconds));
+    const crashSeconds = median(crashBoots.map((b) => b.seconds));
     const rssFull = median(boots.map((b) => b.rssBytes));
     const rssEmpty = median(emptyBoots.map((b) => b.rssBytes));
     const perSegment = (rssFull - rssEmpty) / SEGMENTS;
@@ -340,9 +395,15 @@ export async function runReadBootBench(): Promise<number> {
       },
       boots: boots.map((b) => ({
         seconds: round(b.seconds, 3),
+        markers_unread_at_ready: b.unreadAtReady,
+        markers_all_read_after_ready_s: b.markersReadAfterSeconds,
         rss_mib: round(b.rssBytes / 2 ** 20, 1),
         rss_first_3s_mib: round(b.rssFirstBytes / 2 ** 20, 1),
         rss_settled_after_s: b.settledAfterSeconds,
+      })),
+      boots_without_clean_stop_record: crashBoots.map((b) => ({
+        seconds: round(b.seconds, 3),
+        rss_mib: round(b.rssBytes / 2 ** 20, 1),
       })),
       empty_journal_boots: emptyBoots.map((b) => ({
         seconds: round(b.seconds, 3),
@@ -356,22 +417,37 @@ export async function runReadBootBench(): Promise<number> {
       method: `The compiled binary runs \`tierd run\` on a state directory describing ` +
         `${layout}, written with tierd's own journal and marker encoders. Timed from spawn ` +
         `until GET /readyz answers 200 (polled every 20 ms): process start, store probe, ` +
-        `journal replay and marker reconciliation of every partition, and the first pass. ` +
-        `Then /v1/partitions must list all ${SEGMENTS} segments as remote. Median of ${BOOTS} ` +
-        `boots (page cache warm after the first). TierWorker.open (every partition opened) in ` +
-        `this (Deno) process is in the details.`,
+        `journal replay and boot reconciliation of every partition (ready does not wait for ` +
+        `the first pass). Each boot follows a clean stop of the same state: it takes the ` +
+        `clean-stop record that stop wrote, so its markers are read by the first pass after ` +
+        `ready (tierd_markers_unread must be above 0 at ready, and the stop waits until it is ` +
+        `0). Then /v1/partitions must list all ${SEGMENTS} segments as remote. Median of ` +
+        `${BOOTS} boots. Boots without the record (as after a crash: every marker read before ` +
+        `ready) are boot_seconds_100k_segments_after_crash. TierWorker.open (every partition ` +
+        `opened) in this (Deno) process is in the details.`,
       ...common,
-      notes: `${bootSeconds.toFixed(2)} s to ready (empty journals: ${
+      notes: `${bootSeconds.toFixed(2)} s to ready after a clean stop, ${
+        crashSeconds.toFixed(2)
+      } s without the record (empty journals: ${
         median(emptyBoots.map((b) => b.seconds)).toFixed(2)
       } s); in-process (Deno) TierWorker.open of all partitions ${inProcess.partition_agent_open_seconds} s, of which marker reads ${inProcess.parts_seconds.scan_markers} s`,
     });
+    recordResult("boot_seconds_100k_segments_after_crash", round(crashSeconds, 3), NO_GOAL, {
+      method: `As boot_seconds_100k_segments, on the same state, but with the clean-stop ` +
+        `record removed before each boot, as a crash leaves none: every partition reads and ` +
+        `checks all its markers before ready. Median of ${BOOTS} boots, each right before a ` +
+        `boot_seconds_100k_segments boot.`,
+      ...common,
+      notes: `${crashSeconds.toFixed(2)} s to ready without a clean-stop record`,
+    });
     recordResult("rss_bytes_per_segment", round(perSegment, 0), "≤ 512", {
       method: `VmRSS of the ready \`tierd run\` booted on ${layout}, once settled: sampled ` +
-        `every 250 ms after /readyz until it sets no new low for 3 s (at most 20 s), the median ` +
+        `every 250 ms, from when the first pass has read the markers boot trusted and the agent ` +
+        `has answered GET /metrics and GET /v1/partitions (what a scraped agent keeps), until it sets no new low for 3 s (at most 20 s), the median ` +
         `of those last 12 samples — boot's collected garbage is given back to the system over ` +
         `a few seconds, and it is not what a segment costs at rest. Minus the same for the same ` +
         `${PARTITIONS} partition directories with empty journals and no markers, ÷ ${SEGMENTS}. ` +
-        `Median over ${BOOTS} boots each. The median of the first 3 s after ready (the ` +
+        `Median over the ${BOOTS} boots after a clean stop and the ${BOOTS} empty ones. The median of the first 3 s after ready (the ` +
         `earlier method) is in the details and notes.`,
       ...common,
       rss_bytes_per_segment_first_3s: round(perSegmentFirst, 0),
