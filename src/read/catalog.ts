@@ -90,13 +90,16 @@ export interface Catalog {
  *
  * @param options.pending `ignore`: build it even while the agent does not know the partition's
  *   state yet (a summary that says so); by default that is a `PartitionRebuilding` error
+ * @param options.keepView `false`: do not keep the state's remote view for later reads when none
+ *   is kept yet (a summary, which a scrape asks for every partition: it should not leave a read
+ *   cache of every copy behind). @default true
  * @throws {UnknownPartition} when the topic is not tiered, or neither a directory nor a journal exists
  * @throws {PartitionRebuilding} while the agent opens or rebuilds the partition's state
  */
 export async function loadCatalog(
   ctx: ReadContext,
   id: PartitionId,
-  options: { pending?: "throw" | "ignore" } = {},
+  options: { pending?: "throw" | "ignore"; keepView?: boolean } = {},
 ): Promise<Catalog> {
   const label = partitionLabel(id);
   if (!tieredTopic(ctx.config, id)) {
@@ -166,7 +169,7 @@ export async function loadCatalog(
     dir,
     dirIdentity: dirStat ? `${dirStat.dev}:${dirStat.ino}` : undefined,
     state,
-    entries: mergeEntries(ctx, id, local, state),
+    entries: mergeEntries(ctx, id, local, state, options.keepView ?? true),
   };
 }
 
@@ -231,7 +234,16 @@ class ViewCopy implements RemoteCopy {
 /** Views by state, then by the key space they were built for (`{prefix}\0{cluster_id}`). */
 const remoteViews = new WeakMap<PartitionState, Map<string, RemoteView>>();
 
-function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): RemoteView {
+/**
+ * The state's remote view, built once and kept with the state; with `keep` false, one not kept
+ * yet is built for this call only.
+ */
+function remoteView(
+  ctx: ReadContext,
+  id: PartitionId,
+  state: PartitionState,
+  keep = true,
+): RemoteView {
   const space = `${ctx.prefix}\0${ctx.config.agent.cluster_id}`;
   let byKeySpace = remoteViews.get(state);
   const kept = byKeySpace?.get(space);
@@ -266,6 +278,7 @@ function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): R
     }
   }
   const view = { segments, lost };
+  if (!keep) return view;
   if (!byKeySpace) remoteViews.set(state, byKeySpace = new Map());
   byKeySpace.set(space, view);
   return view;
@@ -274,14 +287,16 @@ function remoteView(ctx: ReadContext, id: PartitionId, state: PartitionState): R
 /**
  * The catalog's entries: the broker's local segments and the state's remote copies merged by
  * start, then the gaps the state records that no segment covers, in offset order.
+ * @param keep keep the state's remote view for later reads (see {@linkcode loadCatalog})
  */
 export function mergeEntries(
   ctx: ReadContext,
   id: PartitionId,
   local: SegmentFiles[],
   state: PartitionState | undefined,
+  keep = true,
 ): CatalogEntry[] {
-  const view = state ? remoteView(ctx, id, state) : undefined;
+  const view = state ? remoteView(ctx, id, state, keep) : undefined;
   const remote = view?.segments ?? [];
   const locals = [...local].sort(byStart);
   // Copies below the first local segment are taken as they are; from there on, the local

@@ -67,7 +67,7 @@ export async function summarizePartitions(ctx: ReadContext): Promise<PartitionSu
   for (const part of found) {
     let catalog: Catalog;
     try {
-      catalog = await loadCatalog(ctx, part, { pending: "ignore" });
+      catalog = await loadCatalog(ctx, part, { pending: "ignore", keepView: false });
     } catch (err) {
       if (err instanceof UnknownPartition) continue; // removed while we listed
       throw err;

@@ -205,3 +205,15 @@ Deno.test("catalog: reads never change the entries another read was given", () =
   mergeEntries(ctx, ID, [], state);
   assert.deepEqual(plain(first), before);
 });
+
+Deno.test("catalog: a summary's catalog keeps no remote view; a read's view is shared by later ones", () => {
+  const ctx = context();
+  const state = stateOf(["finished", "finished", "lost", "finished"]);
+  const summary = mergeEntries(ctx, ID, [], state, false);
+  const again = mergeEntries(ctx, ID, [], state, false);
+  assert.notEqual(summary[0], again[0], "built for each summary, kept by none");
+  const read = mergeEntries(ctx, ID, [], state);
+  assert.equal(mergeEntries(ctx, ID, [], state)[0], read[0], "a read's view is kept");
+  assert.equal(mergeEntries(ctx, ID, [], state, false)[0], read[0], "and used by a summary");
+  assert.deepEqual(plain(summary), plain(read));
+});
