@@ -1,5 +1,6 @@
 // Finds the broker's partition directories: {data_dir}/streams/*/topics/*/partitions/*.
-import { readdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
+import { namesIn } from "../base/dir.ts";
 import { join } from "node:path";
 import type { PartitionId } from "../layout/partition.ts";
 
@@ -11,13 +12,7 @@ export interface DiscoveredPartition extends PartitionId {
 }
 
 async function numericChildren(dir: string): Promise<number[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
+  const names = await namesIn(dir);
   return names.filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
 }
 

@@ -1,7 +1,8 @@
 // The markers and kept index copies in a partition's state directory: reading and checking
 // every `.remote` marker at boot (untrusted ones are quarantined, never deleted), and keeping
 // a durable copy of a segment's `.index` before its broker files go.
-import { mkdir, readdir, readFile, rename } from "node:fs/promises";
+import { mkdir, readFile, rename } from "node:fs/promises";
+import { namesIn } from "../base/dir.ts";
 import { join } from "node:path";
 import { type Clock, systemClock, yieldToEventLoop } from "../base/clock.ts";
 import { initHashes } from "../hash.ts";
@@ -44,14 +45,7 @@ const MARKER_NAME = /^(\d{20})\.remote$/;
 
 /** The `.remote` marker file names in `dir`, sorted (none when `dir` does not exist). */
 export async function listMarkerNames(dir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
-  return names.filter((n) => MARKER_NAME.test(n)).sort();
+  return (await namesIn(dir)).filter((n) => MARKER_NAME.test(n)).sort();
 }
 
 function checkMarker(dir: string, name: string, incarnation: bigint): Checked {

@@ -86,6 +86,18 @@ function quarantinedReasons(r: Rig): string[] {
   return r.observer.quarantined.map((q) => q.reason);
 }
 
+/** A new worker reads every marker as it opens: the damaged one is quarantined before any pass. */
+async function assertReadAtBoot(r: Rig, damaged: string): Promise<void> {
+  const w = r.worker();
+  try {
+    await w.open();
+    assert.equal(w.partitions[0].boot.markersUnread, 0);
+    assert.deepEqual(quarantinedPaths(r), [damaged], "read at boot");
+  } finally {
+    await w.close();
+  }
+}
+
 async function exists(path: string): Promise<boolean> {
   return await access(path).then(() => true, () => false);
 }
@@ -156,14 +168,7 @@ Deno.test("a journal other than the one the clean stop closed means every marker
     // The old record back (a restored backup of the state dir's root, say): it no longer fits.
     await writeFile(r.recordPath, oldRecord);
     const damaged = await r.damageFirstMarker();
-    const w3 = r.worker();
-    try {
-      await w3.open();
-      assert.equal(w3.partitions[0].boot.markersUnread, 0);
-      assert.deepEqual(quarantinedPaths(r), [damaged], "read at boot");
-    } finally {
-      await w3.close();
-    }
+    await assertReadAtBoot(r, damaged);
   } finally {
     await r.cleanup();
   }
@@ -202,14 +207,7 @@ Deno.test("a run that never read the markers it trusted vouches for none: the ne
     await w2.close();
     assert.equal(r.observer.unread, 0, "a closed partition's unread markers leave the gauge");
     assert.deepEqual(quarantinedPaths(r), []);
-    const w3 = r.worker();
-    try {
-      await w3.open();
-      assert.equal(w3.partitions[0].boot.markersUnread, 0);
-      assert.deepEqual(quarantinedPaths(r), [damaged], "read at boot");
-    } finally {
-      await w3.close();
-    }
+    await assertReadAtBoot(r, damaged);
   } finally {
     await r.cleanup();
   }
@@ -226,13 +224,9 @@ Deno.test("a boot that took the record and never stopped cleanly leaves none: th
     // so the test leaks nothing; close() would write a record.)
     assert.equal(await exists(r.recordPath), false);
     const damaged = await r.damageFirstMarker();
-    const w3 = r.worker();
     try {
-      await w3.open();
-      assert.equal(w3.partitions[0].boot.markersUnread, 0);
-      assert.deepEqual(quarantinedPaths(r), [damaged], "read at boot");
+      await assertReadAtBoot(r, damaged);
     } finally {
-      await w3.close();
       for (const p of w2.partitions) await p.close();
     }
   } finally {
