@@ -226,9 +226,11 @@ async function bootOnce(tree: StateTree, store: BenchStore, options: { crash: bo
     }
     if (unread > 0) throw new Error(`${unread} markers still unread a minute after ready`);
     const markersReadAfterSeconds = (performance.now() - t0) / 1000 - seconds;
-    // The first 3 s after ready hold boot's garbage that the runtime has collected but not
-    // yet given back (Bun's allocator returns free pages over a few seconds): sampled on until
-    // the resident set stops falling — no new low for 3 s, within 20 s — and taken there.
+    // The first seconds after ready hold boot's and the first pass's garbage that the runtime
+    // has collected but not yet given back (Bun's allocator returns free pages over several
+    // seconds, and a plateau of 3 s or more comes before the drop): sampled for 20 s at least,
+    // and on until the resident set stops falling — no new low for 5 s, within 40 s — and taken
+    // there.
     const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
       segments: { remote: number };
     }[];
@@ -236,7 +238,7 @@ async function bootOnce(tree: StateTree, store: BenchStore, options: { crash: bo
     const rss: number[] = [];
     let low = Infinity;
     let lowAt = 0;
-    for (let i = 0; i < 80 && (i < 12 || i - lowAt < 12); i++) {
+    for (let i = 0; i < 160 && (i < 80 || i - lowAt < 20); i++) {
       await new Promise((r) => setTimeout(r, 250));
       const now = await vmRssKiB(run.pid);
       rss.push(now);
@@ -443,17 +445,18 @@ export async function runReadBootBench(): Promise<number> {
     recordResult("rss_bytes_per_segment", round(perSegment, 0), "≤ 512", {
       method: `VmRSS of the ready \`tierd run\` booted on ${layout}, once settled: sampled ` +
         `every 250 ms, from when the first pass has read the markers boot trusted and the agent ` +
-        `has answered GET /metrics and GET /v1/partitions (what a scraped agent keeps), until it sets no new low for 3 s (at most 20 s), the median ` +
+        `has answered GET /metrics and GET /v1/partitions (what a scraped agent keeps), for 20 s ` +
+        `at least and until it sets no new low for 5 s (at most 40 s), the median ` +
         `of those last 12 samples — boot's collected garbage is given back to the system over ` +
         `a few seconds, and it is not what a segment costs at rest. Minus the same for the same ` +
         `${PARTITIONS} partition directories with empty journals and no markers, ÷ ${SEGMENTS}. ` +
-        `Median over the ${BOOTS} boots after a clean stop and the ${BOOTS} empty ones. The median of the first 3 s after ready (the ` +
-        `earlier method) is in the details and notes.`,
+        `Median over the ${BOOTS} boots after a clean stop and the ${BOOTS} empty ones. The median of the first 3 s of ` +
+        `sampling (the earlier method) is in the details and notes.`,
       ...common,
       rss_bytes_per_segment_first_3s: round(perSegmentFirst, 0),
       notes: `RSS ${(rssFull / 2 ** 20).toFixed(1)} MiB with ${SEGMENTS} segments vs ${
         (rssEmpty / 2 ** 20).toFixed(1)
-      } MiB with none, settled; over the first 3 s after ready ${
+      } MiB with none, settled; over the first 3 s of sampling ${
         round(perSegmentFirst, 0)
       } B per segment`,
     });
