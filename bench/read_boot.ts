@@ -226,15 +226,15 @@ async function bootOnce(tree: StateTree, store: BenchStore, options: { crash: bo
     }
     if (unread > 0) throw new Error(`${unread} markers still unread a minute after ready`);
     const markersReadAfterSeconds = (performance.now() - t0) / 1000 - seconds;
+    const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
+      segments: { remote: number };
+    }[];
+    const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
     // The first seconds after ready hold boot's and the first pass's garbage that the runtime
     // has collected but not yet given back (Bun's allocator returns free pages over several
     // seconds, and a plateau of 3 s or more comes before the drop): sampled for 20 s at least,
     // and on until the resident set stops falling — no new low for 5 s, within 40 s — and taken
     // there.
-    const parts = await (await fetch(`http://127.0.0.1:${port}/v1/partitions`)).json() as {
-      segments: { remote: number };
-    }[];
-    const remote = parts.reduce((n, p) => n + p.segments.remote, 0);
     const rss: number[] = [];
     let low = Infinity;
     let lowAt = 0;

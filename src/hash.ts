@@ -56,6 +56,11 @@ export function createXxh128Stream(): Promise<{
 /** Streaming XXH3-128 hashers, reused once digested (providers/hasher_pool.ts). */
 const xxh128Streams = new HasherPool("xxh3-128", createXXHash128);
 
+/** Formats a 64-bit value as 16 lowercase hex digits. */
+export function hex64(value: bigint): string {
+  return value.toString(16).padStart(16, "0");
+}
+
 /** Formats a 128-bit checksum as 32 lowercase hex digits (object metadata form). */
 export function hex128(value: bigint): string {
   return value.toString(16).padStart(32, "0");

@@ -8,7 +8,7 @@
 import { readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, writeFileDurable } from "../base/durable.ts";
-import { initHashes, xxh3_64 } from "../hash.ts";
+import { hex64, initHashes, xxh3_64 } from "../hash.ts";
 import type { PartitionId } from "../layout/partition.ts";
 
 /** The record's file name inside `state_dir`. */
@@ -162,8 +162,4 @@ export async function takeCleanStop(stateDir: string): Promise<TakenCleanStop> {
 /** The digest a record keeps of a partition's marker names (sorted here). */
 export function markerNamesDigest(names: readonly string[]): bigint {
   return xxh3_64(new TextEncoder().encode([...names].sort().join("\n")));
-}
-
-function hex64(value: bigint): string {
-  return value.toString(16).padStart(16, "0");
 }

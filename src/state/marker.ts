@@ -3,7 +3,7 @@
 // before any broker file is unlinked.
 import { closeSync, openSync, readSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { initHashes, xxh3_64 } from "../hash.ts";
+import { hex64, initHashes, xxh3_64 } from "../hash.ts";
 import { writeFileDurable } from "../base/durable.ts";
 
 /** Size of an encoded marker in bytes. */
@@ -214,8 +214,4 @@ export function readMarkerSync(path: string): Marker {
   } finally {
     closeSync(fd);
   }
-}
-
-function hex64(value: bigint): string {
-  return value.toString(16).padStart(16, "0");
 }

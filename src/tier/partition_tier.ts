@@ -165,13 +165,7 @@ export class PartitionTier {
       ledger = await PartitionLedger.open(stateRoot, part, keySpace, options);
     }
     try {
-      const boot = await reconcileAtBoot(
-        ctx,
-        ledger,
-        part,
-        keySpace,
-        damage ? undefined : cleanStop,
-      );
+      const boot = await reconcileAtBoot(ctx, ledger, part, keySpace, cleanStop);
       return new PartitionTier(ctx, ledger, part, evictor, { ...boot, damage, tornTail });
     } catch (err) {
       await ledger.close();

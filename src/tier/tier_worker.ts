@@ -395,7 +395,10 @@ export class TierWorker {
       this.#opening.clear();
       this.#started = true;
     }
-    if (first) this.#sayMarkersUnread(out);
+    if (first) {
+      this.#sayMarkersUnread(out, this.#cleanStop!.size);
+      this.#cleanStop!.clear(); // for the first opens only; the map stays: this worker took it
+    }
     for (const [dir, p] of this.#partitions) {
       if (!seen.has(dir)) {
         this.#vanished.set(p.label, this.#shared.clock.now());
@@ -487,12 +490,11 @@ export class TierWorker {
     return new Map(taken.entries.map((e) => [partitionLabel(e), e]));
   }
 
-  #sayMarkersUnread(opened: readonly PartitionTier[]): void {
+  /** Says how many markers boot trusted, when the record had entries. */
+  #sayMarkersUnread(opened: readonly PartitionTier[], entries: number): void {
+    if (entries === 0) return;
     const trusted = opened.filter((p) => p.boot.markersUnread > 0);
     const markers = trusted.reduce((n, p) => n + p.boot.markersUnread, 0);
-    const entries = this.#cleanStop?.size ?? 0;
-    this.#cleanStop?.clear();
-    if (entries === 0) return;
     this.#logger.info(
       "markers trusted from the clean-stop record; each partition's first pass reads them",
       {
