@@ -14,6 +14,7 @@ import { initHashes } from "../../src/hash.ts";
 import { markerPaths, partitionStateDir } from "../../src/layout/state_paths.ts";
 import { CLEAN_STOP_FILE } from "../../src/state/clean_stop.ts";
 import { listMarkerNames } from "../../src/state/marker_dir.ts";
+import { readMarker } from "../../src/state/marker.ts";
 import { TierWorker } from "../../src/tier/tier_worker.ts";
 import {
   capturingLogger,
@@ -249,6 +250,35 @@ Deno.test("a damaged clean-stop record is said, removed, and every marker is rea
       const line = r.logs.find((l) => l.msg.startsWith("clean-stop record not usable"));
       assert.equal(line?.level, "warn");
       assert.deepEqual(quarantinedPaths(r), [damaged], "read at boot");
+    } finally {
+      await w.close();
+    }
+  } finally {
+    await r.cleanup();
+  }
+});
+
+Deno.test("a journal damaged after the clean stop is rebuilt from the bucket, its markers written again from it", async () => {
+  const r = await rig();
+  try {
+    await firstRunAndStop(r);
+    const journal = join(r.stateDir, "journal");
+    const bytes = await readFile(journal);
+    bytes[Math.floor(bytes.length / 2)] ^= 0xff; // inside a record: damage, not a torn tail
+    await writeFile(journal, bytes);
+    const damaged = await r.damageFirstMarker();
+    const w = r.worker();
+    try {
+      await w.open();
+      const [p] = w.partitions;
+      assert.ok(p.boot.damage, "the journal is named damaged");
+      assert.equal(p.boot.incarnation.kind, "rebuilt", "rebuilt from the bucket");
+      assert.equal(p.boot.markersUnread, 0, "nothing trusted from the record");
+      // The rebuild wrote every evicted segment's marker again from the bucket: the one damaged
+      // in place is whole again, of the rebuilt incarnation, and nothing needed quarantining.
+      const marker = await readMarker(damaged);
+      assert.equal(marker.incarnation, p.state.incarnation);
+      assert.deepEqual(quarantinedPaths(r), []);
     } finally {
       await w.close();
     }
