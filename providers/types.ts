@@ -71,7 +71,7 @@ export interface ObjectInfo {
 }
 
 /** The checksums tierd sends with uploads and compares with what a store keeps. */
-export type ChecksumAlgorithm = "crc64nvme" | "crc32c" | "sha256" | "md5";
+export type ChecksumAlgorithm = "crc32" | "crc64nvme" | "crc32c" | "sha256" | "md5";
 
 /** A checksum of some bytes: its value is base64 of the big-endian digest, as stores spell it. */
 export interface Checksum {

@@ -39,8 +39,8 @@ export interface ChecksumReport {
 /** The algorithms S3 takes in `x-amz-checksum-*`; the rest (md5) goes as `Content-MD5`. */
 export function isAmzChecksum(
   a: ChecksumAlgorithm | "none",
-): a is "crc64nvme" | "crc32c" | "sha256" {
-  return a === "crc64nvme" || a === "crc32c" || a === "sha256";
+): a is "crc32" | "crc64nvme" | "crc32c" | "sha256" {
+  return a === "crc32" || a === "crc64nvme" || a === "crc32c" || a === "sha256";
 }
 
 /** The way of an explicit mode. */
@@ -49,7 +49,7 @@ export function wayOf(mode: Exclude<S3ChecksumMode, "auto">): S3ChecksumWay {
 }
 
 /** The order `auto` tries them in: the fastest to compute first, Content-MD5 last. */
-const TRIED: readonly ChecksumAlgorithm[] = ["crc64nvme", "crc32c", "sha256", "md5"];
+const TRIED: readonly ChecksumAlgorithm[] = ["crc32", "crc64nvme", "crc32c", "sha256", "md5"];
 
 /** True for an answer that refuses the request as built (a header it does not take). */
 export function refusedHeader(err: unknown): err is StoreError {

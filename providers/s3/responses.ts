@@ -410,7 +410,7 @@ export function parseHead(key: string, headers: Headers): ObjectHead {
 export function storedChecksums(headers: Headers): StoredChecksum[] {
   const out: StoredChecksum[] = [];
   const declared = headers.get("x-amz-checksum-type")?.toUpperCase();
-  for (const algorithm of ["crc64nvme", "crc32c", "sha256"] as const) {
+  for (const algorithm of ["crc32", "crc64nvme", "crc32c", "sha256"] as const) {
     const raw = headers.get(`x-amz-checksum-${algorithm}`)?.trim();
     if (!raw) continue;
     const composite = declared === "COMPOSITE" || /-\d+$/.test(raw);

@@ -288,15 +288,16 @@ export interface S3Config {
   /** Create objects with `If-None-Match: *`; false falls back to HEAD-then-PUT. @default true */
   conditional_writes: boolean;
   /**
-   * The checksum sent with every upload, which the store verifies on ingest: `crc64nvme`,
-   * `crc32c`, `sha256` (`x-amz-checksum-*`), `md5` (`Content-MD5`, which every S3
-   * implementation checks), `none`, or `auto`: the boot probe tries each on a small object under
-   * the prefix and keeps the first the store takes (`tierd probe` says which, and how copies will
+   * The checksum sent with every upload, which the store verifies on ingest: `crc32` (the AWS
+   * SDKs' default, and the cheapest to compute), `crc64nvme`, `crc32c`, `sha256`
+   * (`x-amz-checksum-*`), `md5` (`Content-MD5`, which every S3 implementation checks), `none`, or
+   * `auto`: the boot probe tries each, in that order, on a small object under the prefix and
+   * keeps the first the store takes (`tierd probe` says which, and how copies will
    * be proven). Copies are proven before eviction by the store's stored checksum where it keeps
    * one, else by reading them back. Which store needs what: docs/operations.md, "Buckets as
    * companies configure them". @default "auto"
    */
-  checksum: "auto" | "crc64nvme" | "crc32c" | "sha256" | "md5" | "none";
+  checksum: "auto" | "crc32" | "crc64nvme" | "crc32c" | "sha256" | "md5" | "none";
   /**
    * The storage class of every object tierd writes (`x-amz-storage-class`): `STANDARD_IA`,
    * `INTELLIGENT_TIERING`, `GLACIER_IR`, `ONEZONE_IA`, `STANDARD`, `REDUCED_REDUNDANCY`,
@@ -883,7 +884,9 @@ const s3Schema = z.strictObject({
   sts_endpoint: httpUrl("STS in the region, or the S3 endpoint when it is not AWS").prefault(""),
   imds_endpoint: httpUrl("http://169.254.169.254").prefault(""),
   conditional_writes: z.boolean().prefault(true),
-  checksum: z.enum(["auto", "crc64nvme", "crc32c", "sha256", "md5", "none"]).prefault("auto"),
+  checksum: z.enum(["auto", "crc32", "crc64nvme", "crc32c", "sha256", "md5", "none"]).prefault(
+    "auto",
+  ),
   storage_class: z.string().superRefine((s, ctx) => {
     const problem = s3StorageClassProblem(s);
     if (problem) ctx.addIssue({ code: "custom", message: problem });

@@ -128,7 +128,7 @@ Deno.test("verify: matches exit 0; each difference exits 1 naming its segment; n
         assert.equal(json.matches, true);
         assert.deepEqual(json.counts, { lost: 1, hole: 1, ok: sealed.length });
         assert.equal(about(json, evicted0.startOffset).method, "head");
-        assert.equal(about(json, local0.startOffset).method, "stored crc64nvme");
+        assert.equal(about(json, local0.startOffset).method, "stored crc32");
 
         const deep = await report(f, "--deep");
         assert.equal(deep.matches, true);

@@ -3,6 +3,7 @@
 // and checks that every sealed segment went. For the S3 implementations' suites.
 import assert from "node:assert/strict";
 import { access } from "node:fs/promises";
+import { decorateStore } from "../../providers/decorate.ts";
 import type { ObjectStore } from "../../providers/types.ts";
 import { getSegment } from "../../src/state/segment_state.ts";
 import { UnlinkEvictor } from "../../src/tier/evictor.ts";
@@ -16,17 +17,27 @@ const MiB = 1024 * 1024;
 
 /**
  * @param o.beforeEvict runs once the copies are made, before the local files go
+ * @param o.storedProof every copy must be proven by the store's stored checksum: no object is
+ *   read back (no GET at all)
  * @returns how many segments were copied, proven and evicted
  */
 export async function copyProveEvict(
   store: ObjectStore,
-  o: { beforeEvict?: (r: PhaseRig, sealed: SegmentFiles[]) => Promise<void> } = {},
+  o: {
+    beforeEvict?: (r: PhaseRig, sealed: SegmentFiles[]) => Promise<void>;
+    storedProof?: boolean;
+  } = {},
 ): Promise<number> {
+  let gets = 0;
+  const counted = decorateStore(store, (call) => {
+    if (call.op === "get") gets++;
+    return call.run(call.signal);
+  });
   const r = await phaseRig({
     messages: 1_300,
     payloadSize: 10_000,
     segmentSize: 6 * MiB,
-    wrap: () => store,
+    wrap: () => counted,
     config: (c) => void (c.tiered_storage.part_size = 5 * MiB),
   });
   try {
@@ -53,6 +64,7 @@ export async function copyProveEvict(
       assert.equal(getSegment(r.ledger.state, 0n, seg.start)?.evicted, true);
       await assert.rejects(access(seg.logPath));
     }
+    if (o.storedProof) assert.equal(gets, 0, "proven by the stored checksums, nothing read back");
     return sealed.length;
   } finally {
     await r.cleanup();

@@ -1,14 +1,18 @@
-// The upload checksums against published test vectors: CRC-64/NVME from the NVM Express NVM
+// The upload checksums against published test vectors: CRC-32 from the CRC catalogue
+// (CRC-32/ISO-HDLC's check value; its values of 32 zero and 32 0xFF bytes are the widely listed
+// 190a55ad and ff6cab0b), CRC-64/NVME from the NVM Express NVM
 // Command Set Specification ("64b CRC Test Cases", 4 KiB patterns) and the CRC catalogue's check
 // value, CRC-32C from RFC 3720 (B.4) and the catalogue, MD5 from RFC 1321; then against a
 // bit-at-a-time reference over random bytes fed in random chunks.
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import {
   checksumFromHex,
   checksumHex,
   checksumOf,
   comparableChecksum,
   createChecksum,
+  portableCrc32,
   sameChecksum,
 } from "../../providers/checksum.ts";
 import type { ChecksumAlgorithm } from "../../providers/types.ts";
@@ -19,6 +23,10 @@ const fill = (n: number, f: (i: number) => number) =>
   Uint8Array.from({ length: n }, (_, i) => f(i));
 
 const VECTORS: Array<[ChecksumAlgorithm, string, Uint8Array, string]> = [
+  ["crc32", "catalogue check", text("123456789"), "cbf43926"],
+  ["crc32", "empty", new Uint8Array(0), "00000000"],
+  ["crc32", "32 bytes of 0x00", fill(32, () => 0), "190a55ad"],
+  ["crc32", "32 bytes of 0xFF", fill(32, () => 0xff), "ff6cab0b"],
   // NVM Command Set Specification 1.0, 5.2.1.3.5: 4 KiB buffers.
   ["crc64nvme", "4 KiB of 0x00", fill(4096, () => 0), "6482d367eb22b64e"],
   ["crc64nvme", "4 KiB of 0xFF", fill(4096, () => 0xff), "c0ddba7302eca3ac"],
@@ -71,6 +79,51 @@ Deno.test("checksums: CRC-64/NVME streamed in random chunks equals the bitwise r
     const hex = referenceCrc64Nvme(bytes).toString(16).padStart(16, "0");
     assert.equal(checksumHex(h.digest()), hex, `${size} bytes`);
   }
+});
+
+/** CRC-32 (reflected 0xedb88320, all-ones in and out) one bit at a time. */
+function referenceCrc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const b of bytes) {
+    crc ^= b;
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+Deno.test("checksums: CRC-32 streamed in any chunks equals the bitwise reference, and one call over the whole, native or portable", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uint8Array({ maxLength: 20_000 }),
+      fc.array(fc.nat({ max: 5000 }), { maxLength: 12 }),
+      async (bytes, cuts) => {
+        const h = await createChecksum("crc32");
+        let at = 0;
+        for (const n of cuts) {
+          h.update(bytes.subarray(at, at + n));
+          at = Math.min(bytes.length, at + n);
+        }
+        h.update(bytes.subarray(at));
+        const hex = referenceCrc32(bytes).toString(16).padStart(8, "0");
+        const streamed = h.digest();
+        assert.equal(checksumHex(streamed), hex);
+        assert.deepEqual(await checksumOf("crc32", bytes), streamed);
+        const portable = cuts.reduce(
+          (acc, n) => ({
+            at: acc.at + n,
+            crc: portableCrc32(bytes.subarray(acc.at, acc.at + n), acc.crc),
+          }),
+          { at: 0, crc: 0 },
+        );
+        assert.equal(
+          portableCrc32(bytes.subarray(portable.at), portable.crc),
+          referenceCrc32(bytes),
+        );
+        assert.throws(() => h.update(bytes), /after its digest/);
+      },
+    ),
+    { numRuns: 60 },
+  );
 });
 
 Deno.test("checksums: a verifier prefers a full-object checksum it can compute, fastest first", () => {
