@@ -34,6 +34,14 @@ export interface UploadFileOptions extends MultipartWriterOptions {
 }
 
 /**
+ * The part size {@link uploadFile} cuts a file of `size` bytes at: `partSize`, or more when the
+ * file would otherwise need more than 10,000 parts. A file of at most `partSize` bytes is one put.
+ */
+export function uploadPartSize(size: number, partSize: number): number {
+  return Math.max(partSize, Math.ceil(size / MAX_PART_NUMBER));
+}
+
+/**
  * Uploads the file at `path` to `key`.
  * Files of at most `partSize` bytes go as one `put`; larger ones as a multipart upload whose
  * part size grows past `partSize` only when the file would otherwise need more than 10,000 parts.
@@ -99,7 +107,7 @@ export async function uploadFile(
       options.onProgress?.(size);
       return result;
     }
-    const partSize = Math.max(options.partSize, Math.ceil(size / MAX_PART_NUMBER));
+    const partSize = uploadPartSize(size, options.partSize);
     const shared = options.pool && options.pool.partSize >= partSize ? options.pool : undefined;
     const pool = shared ?? new PartBufferPool(partSize, (options.concurrency ?? 4) + 1);
     // Every buffer this upload took goes back exactly once: when the store is done with it,

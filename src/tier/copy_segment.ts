@@ -1,13 +1,17 @@
 // Copies one sealed segment to the store: `.log` (with its metadata) then `.index`, then
 // verifies both with HEADs. Creates are conditional, so a retry or a second agent is a no-op.
+// The segment is hashed once, by the verify pass; the upload checks each part it reads against
+// the CRC-32 that pass took of it (./part_checks.ts), so what it sends is what was verified.
 import { readFile, stat } from "node:fs/promises";
 import type { ObjectHead, ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
-import { uploadFile } from "../../providers/upload.ts";
+import { crc32 } from "../../providers/checksum.ts";
+import { type ReadVerifier, uploadFile, uploadPartSize } from "../../providers/upload.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import { verifySegment } from "../format/verify.ts";
 import type { FormatName } from "../format/types.ts";
 import { createXxh128Stream, hex128, xxh3_128 } from "../hash.ts";
+import { type PartChecks, PartCrc32 } from "./part_checks.ts";
 import {
   fromUserMetadata,
   type ObjectFacts,
@@ -34,7 +38,6 @@ export class SegmentChangedError extends Error {
 }
 
 export interface CopyOptions {
-  partSize: number;
   concurrency: number;
   signal?: AbortSignal;
   /** Called with a multipart upload id before any part is sent, so it can be journaled. */
@@ -46,19 +49,26 @@ export interface CopyOptions {
   storageClass?: string;
 }
 
-/** A sealed local segment, read and checksummed, with the keys it is copied to. */
-export interface SegmentSource {
+/** A sealed local segment, with the keys it is copied to and the facts its copy must show. */
+export interface SegmentCopy {
   logPath: string;
   indexPath: string;
   keys: { log: string; index: string };
   meta: ObjectFacts;
 }
 
+/** A sealed local segment read and checksummed by its verify pass, ready to upload. */
+export interface SegmentSource extends SegmentCopy {
+  /** The `.log`'s parts as the upload cuts them, each with the CRC-32 the verify pass took. */
+  parts: PartChecks;
+}
+
 /**
  * Reads a sealed segment's `.log` whole — every record verified (checksums, frames, contiguous
  * offsets), every `.index` entry checked against its record, the same bytes hashed — then its
  * bounds as the broker derives them: what its copy will be checked against. A segment that
- * fails is never copied.
+ * fails is never copied. The same read takes the CRC-32 of each part of `partSize` bytes (more
+ * for a file that would need over 10,000), the parts its upload will send.
  * @throws {FormatError} for a damaged segment, naming the file and the byte position
  * @throws {SegmentChangedError} when the `.log` changed between the two reads
  * @throws ENOENT once the broker removed it
@@ -67,11 +77,16 @@ export async function segmentSource(
   seg: SegmentFiles,
   format: FormatName,
   keys: { log: string; index: string },
+  partSize: number,
 ): Promise<SegmentSource> {
   // The whole walk first: it names the first problem in file order, exactly where it is.
   const hasher = await createXxh128Stream();
+  const parts = new PartCrc32(uploadPartSize(seg.logSize, partSize));
   const verified = await verifySegment(seg.logPath, seg.indexPath, format, seg.start, {
-    onBytes: hasher.update,
+    onBytes: (bytes) => {
+      hasher.update(bytes);
+      parts.update(bytes);
+    },
   });
   const bounds = await readSegmentBounds(seg.logPath, seg.indexPath, format, seg.start);
   if (verified.size !== bounds.size || verified.endOffset !== bounds.endOffset) {
@@ -88,6 +103,39 @@ export async function segmentSource(
     indexPath: seg.indexPath,
     keys,
     meta: { ...factsFromBounds(bounds, checksum), format },
+    parts: parts.finish(),
+  };
+}
+
+/**
+ * Checks the parts an upload reads of `path`, in order, against the CRC-32s the verify pass took:
+ * a part that differs, one more than were verified, or fewer, throw {@link SegmentChangedError}
+ * before anything is published.
+ */
+export function partReadVerifier(path: string, checks: PartChecks): ReadVerifier {
+  let next = 0;
+  return {
+    update(bytes) {
+      const i = next++;
+      const from = i * checks.partSize;
+      if (i >= checks.crc32.length) {
+        throw new SegmentChangedError(path, `grew: bytes from ${from} were never verified`);
+      }
+      if (crc32(bytes) !== checks.crc32[i]) {
+        throw new SegmentChangedError(
+          path,
+          `bytes ${from}-${from + bytes.length - 1} changed after they were verified`,
+        );
+      }
+    },
+    verify() {
+      if (next !== checks.crc32.length) {
+        throw new SegmentChangedError(
+          path,
+          `shrank: ${next} of the ${checks.crc32.length} parts verified were read`,
+        );
+      }
+    },
   };
 }
 
@@ -101,17 +149,17 @@ async function putFile(
   size: number,
   metadata: UserMetadata,
   opts: CopyOptions,
-  expectChecksum?: bigint,
+  parts: PartChecks,
 ): Promise<PutResult> {
-  if (size <= opts.partSize) {
-    // One bounded buffer: hash what we send, so the metadata always describes the bytes sent.
+  const verifyRead = partReadVerifier(path, parts);
+  if (size <= parts.partSize) {
+    // One bounded buffer, checked against the verify pass before it is sent.
     const bytes = await readFile(path);
     if (bytes.length !== size) {
       throw new SegmentChangedError(path, `size changed from ${size} to ${bytes.length} bytes`);
     }
-    if (expectChecksum !== undefined && xxh3_128(bytes) !== expectChecksum) {
-      throw new SegmentChangedError(path, "contents changed since they were checksummed");
-    }
+    verifyRead.update(bytes);
+    verifyRead.verify();
     const result = await store.put(key, bytes, {
       ifAbsent: true,
       metadata,
@@ -121,11 +169,10 @@ async function putFile(
     opts.onProgress?.(bytes.length);
     return result;
   }
-  // The parts are hashed as they are read: a segment changed in place during the upload is
-  // caught before the completion publishes it, not recorded as verified.
-  const read = await createXxh128Stream();
+  // Each part is checked as it is read: a segment changed in place during the upload is caught
+  // before the completion publishes it, not recorded as verified.
   const result = await uploadFile(store, key, path, {
-    partSize: opts.partSize,
+    partSize: parts.partSize,
     concurrency: opts.concurrency,
     metadata,
     storageClass: opts.storageClass,
@@ -134,14 +181,7 @@ async function putFile(
     onUploadId: opts.onUploadId ? (id: string) => opts.onUploadId!(key, id) : undefined,
     onProgress: opts.onProgress,
     pool: opts.pool,
-    verifyRead: expectChecksum === undefined ? undefined : {
-      update: (bytes) => read.update(bytes),
-      verify() {
-        if (read.digest() !== expectChecksum) {
-          throw new SegmentChangedError(path, "contents changed while they were uploaded");
-        }
-      },
-    },
+    verifyRead,
   });
   const after = await stat(path);
   if (after.size !== size) {
@@ -167,7 +207,7 @@ export async function copySegment(
     meta.size,
     toUserMetadata(meta),
     opts,
-    meta.checksum,
+    src.parts,
   );
   const indexBytes = await readFile(src.indexPath);
   if (indexBytes.length !== meta.indexSize) {
@@ -197,7 +237,7 @@ export async function copySegment(
  */
 export async function verifyCopy(
   store: ObjectStore,
-  src: SegmentSource,
+  src: SegmentCopy,
   options: { indexBytes?: Uint8Array; signal?: AbortSignal; checksums?: boolean } = {},
 ): Promise<ObjectHead> {
   const { indexBytes, signal } = options;

@@ -3,7 +3,7 @@
 // themselves through `verifyContent` — the store's own checksum, or a read-back paced by the
 // fetch bandwidth limit (with the time that takes added to the segment's deadline).
 import { comparableChecksum } from "../../providers/checksum.ts";
-import type { SegmentSource } from "./copy_segment.ts";
+import type { SegmentCopy } from "./copy_segment.ts";
 import { verifyCopy } from "./copy_segment.ts";
 import { type PhaseContext, withSegmentDeadline } from "./phase.ts";
 import { type ContentProof, verifyContent } from "./verify_content.ts";
@@ -14,7 +14,7 @@ import { type ContentProof, verifyContent } from "./verify_content.ts";
  * @throws {SegmentChangedError} when the local file is no longer the segment
  * @throws {StoreError} from the store (`NotFound` when an object is missing)
  */
-export async function proveCopy(ctx: PhaseContext, src: SegmentSource): Promise<ContentProof> {
+export async function proveCopy(ctx: PhaseContext, src: SegmentCopy): Promise<ContentProof> {
   const head = await withSegmentDeadline(
     ctx,
     "housekeeping",

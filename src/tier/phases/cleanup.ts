@@ -140,8 +140,12 @@ async function adoptableCopy(
   const local = input.segments.find((s) => s.start === rec.start);
   if (!local) return await onlyCopy(store, ledger.keys(rec.start, rec.generation));
   if (!input.format) return undefined;
-  const src = await segmentSource(local, input.format, ledger.keys(rec.start, rec.generation))
-    .catch(() => undefined);
+  const src = await segmentSource(
+    local,
+    input.format,
+    ledger.keys(rec.start, rec.generation),
+    ctx.config.tiered_storage.part_size,
+  ).catch(() => undefined);
   if (!src) return undefined;
   try {
     await proveCopy(ctx, src);

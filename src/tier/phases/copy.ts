@@ -96,7 +96,7 @@ export async function copyPhase(
       return out; // oldest first: later segments wait for this one
     }
     const mine = ahead?.seg === seg ? ahead.source : undefined;
-    ahead = lookahead(ledger, input.segments[i + 1], format, damage);
+    ahead = lookahead(ctx, ledger, input.segments[i + 1], format, damage);
     const copied = await copyOne(ctx, ledger, seg, format, damage, out, mine, input.storageClass);
     if (!copied) return out;
     prevEnd = copied.endOffset;
@@ -113,6 +113,7 @@ interface Lookahead {
 
 /** Starts verifying `next` when it will be the next to copy (sealed, no record, not damaged). */
 function lookahead(
+  ctx: PhaseContext,
   ledger: PartitionLedger,
   next: SegmentFiles | undefined,
   format: FormatName,
@@ -121,7 +122,12 @@ function lookahead(
   if (!next?.sealed || damage.known(next)) return undefined;
   const rec = getSegment(ledger.state, ledger.state.generation, next.start);
   if (!mayStartCopy(rec)) return undefined;
-  const source = segmentSource(next, format, ledger.keys(next.start));
+  const source = segmentSource(
+    next,
+    format,
+    ledger.keys(next.start),
+    ctx.config.tiered_storage.part_size,
+  );
   source.catch(() => {}); // observed by the copy that takes it, or dropped with it
   return { seg: next, source };
 }
@@ -165,7 +171,9 @@ async function copyOne(
   let src: SegmentSource;
   try {
     const keys = ledger.keys(seg.start); // as they are now, whenever the verification ran
-    src = verified ? { ...await verified, keys } : await segmentSource(seg, format, keys);
+    src = verified
+      ? { ...await verified, keys }
+      : await segmentSource(seg, format, keys, ctx.config.tiered_storage.part_size);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined; // broker removed it
     if (err instanceof FormatError) {
@@ -201,7 +209,6 @@ async function copyOne(
       "upload",
       (store, signal) =>
         copySegment(store, src, {
-          partSize: cfg.part_size,
           concurrency: cfg.upload_concurrency,
           pool: ctx.partPool,
           storageClass: storageClass || undefined,

@@ -14,8 +14,13 @@ import { factsOf, type PhaseRig, phaseRig, recordDangling } from "../_phase_rig.
 /** Puts a real, complete copy of segment `i` into the store, bypassing the tier code. */
 async function storeCopyOf(r: PhaseRig, i: number): Promise<void> {
   const local = (await r.local())[i];
-  const src = await segmentSource(local, r.format, r.ledger.keys(local.start));
-  await copySegment(r.sim, src, { partSize: r.config.tiered_storage.part_size, concurrency: 1 });
+  const src = await segmentSource(
+    local,
+    r.format,
+    r.ledger.keys(local.start),
+    r.config.tiered_storage.part_size,
+  );
+  await copySegment(r.sim, src, { concurrency: 1 });
 }
 
 Deno.test("cleanup: a DANGLING segment whose complete, matching copy is in the store is adopted without a new upload", async () => {
