@@ -2,8 +2,9 @@
 // upload checksum, native in the runtime: `node:zlib`'s crc32, 10x the others' speed), CRC-64/NVME
 // (what S3 computes for objects sent without one), CRC-32C (GCS), SHA-256 (an S3 choice) and MD5
 // (Azure's and S3's Content-MD5), over hash-wasm's WebAssembly hashers. Values are spelled as the
-// stores spell them: base64 of the big-endian digest. CRC-64/NVME is CRC-64 with the NVMe polynomial 0xad93d23594c93659 (reflected
-// 0x9a6c9329ac4bc9b5), reflected in and out, initial value and final xor all ones.
+// stores spell them: base64 of the big-endian digest. CRC-64/NVME is CRC-64 with the NVMe
+// polynomial 0xad93d23594c93659 (reflected 0x9a6c9329ac4bc9b5), reflected in and out, initial
+// value and final xor all ones.
 import { Buffer } from "node:buffer";
 import * as zlib from "node:zlib";
 import { createCRC32, createCRC64, createMD5, createSHA256, type IHasher } from "hash-wasm";

@@ -5,9 +5,10 @@
 // and holds back the segments after it until its files change.
 //
 // While one segment uploads, the next one's files are already being read and verified (its
-// checksums computed): the agent's thread would otherwise wait on the store for most of an
-// upload, and verifying is a third of the CPU a copy costs. The next copy takes that work when
-// its turn comes; a copy that never comes (a failure, a stop) just drops it.
+// checksums and part checks computed): the agent's thread would otherwise wait on the store for
+// most of an upload, and the verify pass is the one read that hashes the segment, much of the CPU
+// a copy costs. The next copy takes that work when its turn comes; a copy that never comes (a
+// failure, a stop) just drops it.
 import { FormatError } from "../../format/errors.ts";
 import type { FormatName } from "../../format/types.ts";
 import type { SegmentFiles } from "../../partition/segments.ts";
