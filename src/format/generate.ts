@@ -1,8 +1,9 @@
 // Writes byte-exact Iggy 0.8 or 0.9 partitions with deterministic pseudo-random messages
 // (`tierd gen`): for demos, tests and benchmarks. Streams to disk; never holds a whole segment.
-import { type FileHandle, mkdir, open, readdir, stat } from "node:fs/promises";
+import { type FileHandle, mkdir, open, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { writeAll } from "../base/bytes.ts";
+import { namesIn } from "../base/dir.ts";
 import { seededUint32 } from "../base/rng.ts";
 import { initHashes } from "../hash.ts";
 import {
@@ -203,14 +204,7 @@ function checkOptions(o: AppendOptions): void {
 
 /** Segment start offsets in a partition directory, ascending. */
 async function segmentStarts(dir: string): Promise<bigint[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    if ((err as { code?: string }).code === "ENOENT") return [];
-    throw err;
-  }
-  return names
+  return (await namesIn(dir))
     .flatMap((name) => {
       const file = parseSegmentFileName(name);
       return file?.ext === "log" ? [file.start] : [];

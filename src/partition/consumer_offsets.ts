@@ -2,7 +2,8 @@
 // any consumer or consumer group of a partition. tierd never deletes remote data at or after it.
 // Iggy 0.8 stores 8-byte files (u64 LE); 0.9 stores 16-byte records (u64 LE offset + XXH3-64 of
 // those 8 bytes).
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
+import { namesIn } from "../base/dir.ts";
 import { join } from "node:path";
 import { xxh3_64 } from "../hash.ts";
 
@@ -36,14 +37,7 @@ export async function readConsumerBarrier(dir: string): Promise<ConsumerBarrier>
   const barrier: ConsumerBarrier = { bad: [] };
   for (const kind of ["consumers", "groups"]) {
     const sub = join(dir, "offsets", kind);
-    let names: string[];
-    try {
-      names = await readdir(sub);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
-      throw err;
-    }
-    for (const name of names) {
+    for (const name of await namesIn(sub)) {
       const path = join(sub, name);
       try {
         const offset = decodeOffsetFile(await readFile(path));
