@@ -3,6 +3,7 @@
 // 0.9 indexes sparse (some batches); both are hints the walker confirms from record headers.
 import type { ParseIndexOptions, SegmentCodec } from "../format/codec.ts";
 import { INDEX_ENTRY_SIZE_08, scanIndex08 } from "../format/iggy08.ts";
+import { INDEX_ENTRY_SIZE_09, indexEntry09, scanIndex09 } from "../format/iggy09.ts";
 import type { IndexEntry } from "../format/types.ts";
 
 /** Where to start walking record headers. */
@@ -66,25 +67,27 @@ class DenseIndex implements SegmentIndex {
   }
 }
 
-/** A 0.9 sparse index: a few entries, kept parsed. */
+/**
+ * A 0.9 sparse index kept as its raw bytes, validated once: a seek reads the dozen entries its
+ * search visits, and the record starts are read straight from the bytes, so a cold read of a
+ * segment does not first turn every entry into an object.
+ */
 class SparseIndex implements SegmentIndex {
-  readonly #entries: IndexEntry[];
+  readonly count: number;
+  readonly #view: DataView;
   #starts?: number[];
 
-  constructor(entries: IndexEntry[]) {
-    this.#entries = entries;
-  }
-
-  get count(): number {
-    return this.#entries.length;
+  constructor(raw: Uint8Array) {
+    this.count = Math.floor(raw.length / INDEX_ENTRY_SIZE_09);
+    this.#view = new DataView(raw.buffer, raw.byteOffset, this.count * INDEX_ENTRY_SIZE_09);
   }
 
   get bytes(): number {
-    return 64 + this.#entries.length * 48;
+    return 64 + this.#view.byteLength + (this.#starts ? this.#starts.length * 8 : 0);
   }
 
   entry(i: number): IndexEntry {
-    return this.#entries[i];
+    return indexEntry09(this.#view, i);
   }
 
   floorOffset(offset: bigint): number {
@@ -92,10 +95,15 @@ class SparseIndex implements SegmentIndex {
   }
 
   recordStarts(): readonly number[] {
-    return this.#starts ??= [
-      0,
-      ...this.#entries.map((e) => e.position).filter((p) => p > 0),
-    ];
+    if (this.#starts) return this.#starts;
+    const starts = [0];
+    for (let at = 0; at < this.#view.byteLength; at += INDEX_ENTRY_SIZE_09) {
+      // Valid positions are below the log's size, a safe integer.
+      const position = this.#view.getUint32(at + 20, true) * 0x1_0000_0000 +
+        this.#view.getUint32(at + 16, true);
+      if (position > 0) starts.push(position);
+    }
+    return this.#starts = starts;
   }
 }
 
@@ -113,11 +121,12 @@ export function parseSegmentIndex(
     scanIndex08(raw, ctx); // validates without allocating per entry
     return new DenseIndex(raw, ctx.startOffset);
   }
-  return new SparseIndex(codec.parseIndex(raw, ctx));
+  scanIndex09(raw, ctx); // validates without allocating per entry
+  return new SparseIndex(raw);
 }
 
 /** An index with no entries: walks start at the beginning of the `.log`. */
-export const EMPTY_INDEX: SegmentIndex = new SparseIndex([]);
+export const EMPTY_INDEX: SegmentIndex = new SparseIndex(new Uint8Array(0));
 
 /** Largest `i` in [0, count) with `pred(entry(i))` true, for a predicate true on a prefix; -1 if none. */
 function lastWhere(index: SegmentIndex, pred: (e: IndexEntry) => boolean): number {

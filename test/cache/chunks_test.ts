@@ -47,6 +47,25 @@ Deno.test("chunks tile [0, size) exactly, each at most two chunk sizes long", ()
   );
 });
 
+Deno.test("the bounds depend only on which record starts there are, not their order", () => {
+  // An index hands its starts over rising (taken as they are); any other list is sorted first.
+  fc.assert(
+    fc.property(
+      objectArb,
+      fc.array(fc.integer({ min: -50, max: 400_000 }), { maxLength: 5 }),
+      ({ starts, size, chunkSize }, extra) => {
+        const rising = [...new Set([...starts, ...extra])].sort((a, b) => a - b);
+        const scrambled = [...rising, ...rising.slice(0, 2)].reverse();
+        assert.deepEqual(
+          chunkBounds(rising, size, chunkSize),
+          chunkBounds(scrambled, size, chunkSize),
+        );
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
 Deno.test("every boundary is a record start, unless it cuts a record larger than a chunk", () => {
   fc.assert(
     fc.property(objectArb, ({ starts, given, size, chunkSize }) => {
