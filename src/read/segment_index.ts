@@ -108,7 +108,8 @@ class SparseIndex implements SegmentIndex {
 }
 
 /**
- * Parses and validates an index for `codec`.
+ * Validates an index for `codec` and reads it in place: the index keeps a view of `raw`, which
+ * the caller must not change or reuse afterwards.
  *
  * @throws {FormatError} as `codec.parseIndex` does
  */
