@@ -19,6 +19,14 @@ export function getU128(v: DataView, at: number): bigint {
   return v.getBigUint64(at, true) | (v.getBigUint64(at + 8, true) << 64n);
 }
 
+/**
+ * Reads a u64 LE at `at` as a Number, without a BigInt: exact below 2^53, and at or above 2^53
+ * whenever the value is (so it still compares as too large against any safe-integer bound).
+ */
+export function getU64Number(v: DataView, at: number): number {
+  return v.getUint32(at + 4, true) * 0x1_0000_0000 + v.getUint32(at, true);
+}
+
 /** Writes a u128 LE at `at`. */
 export function setU128(v: DataView, at: number, value: bigint): void {
   v.setBigUint64(at, value & U64_MASK, true);

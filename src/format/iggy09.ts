@@ -6,6 +6,7 @@ import {
   checkU128,
   checkU64,
   getU128,
+  getU64Number,
   hex64,
   MAX_PAYLOAD_SIZE,
   MAX_USER_HEADERS_SIZE,
@@ -258,10 +259,7 @@ export function scanIndex09(
     const at = i * INDEX_ENTRY_SIZE_09;
     const lo = v.getUint32(at, true);
     const hi = v.getUint32(at + 4, true);
-    const posLo = v.getUint32(at + 16, true);
-    const posHi = v.getUint32(at + 20, true);
-    // Exact below 2^53; anything larger stays above 2^53, past any log's (safe-integer) end.
-    const position = posHi * 0x1_0000_0000 + posLo;
+    const position = getU64Number(v, at + 16);
     if (hi < startHi || (hi === startHi && lo < startLo)) {
       throw new FormatError(
         "offset_gap",
@@ -314,8 +312,13 @@ export function indexEntry09(view: DataView, i: number): IndexEntry {
   return {
     offset: view.getBigUint64(at, true),
     timestamp: view.getBigUint64(at + 8, true),
-    position: view.getUint32(at + 20, true) * 0x1_0000_0000 + view.getUint32(at + 16, true),
+    position: indexPosition09(view, i),
   };
+}
+
+/** The record position of entry `i` of a valid 0.9 index, without a BigInt. */
+export function indexPosition09(view: DataView, i: number): number {
+  return getU64Number(view, i * INDEX_ENTRY_SIZE_09 + 16);
 }
 
 function parseIndex(index: Uint8Array, ctx: ParseIndexOptions): IndexEntry[] {

@@ -3,7 +3,12 @@
 // 0.9 indexes sparse (some batches); both are hints the walker confirms from record headers.
 import type { ParseIndexOptions, SegmentCodec } from "../format/codec.ts";
 import { INDEX_ENTRY_SIZE_08, scanIndex08 } from "../format/iggy08.ts";
-import { INDEX_ENTRY_SIZE_09, indexEntry09, scanIndex09 } from "../format/iggy09.ts";
+import {
+  INDEX_ENTRY_SIZE_09,
+  indexEntry09,
+  indexPosition09,
+  scanIndex09,
+} from "../format/iggy09.ts";
 import type { IndexEntry } from "../format/types.ts";
 
 /** Where to start walking record headers. */
@@ -97,10 +102,8 @@ class SparseIndex implements SegmentIndex {
   recordStarts(): readonly number[] {
     if (this.#starts) return this.#starts;
     const starts = [0];
-    for (let at = 0; at < this.#view.byteLength; at += INDEX_ENTRY_SIZE_09) {
-      // Valid positions are below the log's size, a safe integer.
-      const position = this.#view.getUint32(at + 20, true) * 0x1_0000_0000 +
-        this.#view.getUint32(at + 16, true);
+    for (let i = 0; i < this.count; i++) {
+      const position = indexPosition09(this.#view, i);
       if (position > 0) starts.push(position);
     }
     return this.#starts = starts;
