@@ -2,16 +2,18 @@
 // tierd's cold scan (bench/read_scan.ts runs it under Bun, the runtime of the shipped binary).
 // `GET /{i}` fetches the i-th URL of a list (a presigned GET of one evicted `.log` object) and
 // streams its body to the client piece by piece as it arrives, and, as a chunk cache does, keeps
-// every 8 MiB of it as a new file (`.part`, then renamed). Nothing is parsed, hashed, checked or
-// planned, and no read is cut at record boundaries: what it costs per GiB is the fetch, the file
-// writes and the socket, which tierd cannot do without.
+// every 8 MiB of it as a new file (`.part`, then renamed), written as tierd writes its chunk files
+// (around the page cache where the file system allows: src/base/file_write.ts). Nothing is
+// parsed, hashed, checked or planned, and no read is cut at record boundaries: what it costs per
+// GiB is the fetch, the file writes and the socket, which tierd cannot do without.
 //
 // Usage: caching_relay.ts <file of URLs, one per line> <cache directory>
 // Prints `listening <port>` once it answers, on a loopback port of its own.
 import { createServer } from "node:http";
-import { mkdir, open, readFile, rename } from "node:fs/promises";
+import { mkdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
+import { writeNewFileDirect } from "../src/base/file_write.ts";
 
 /** Bytes per cache file, as tierd's default chunk size. */
 const CHUNK_BYTES = 8 * 1024 * 1024;
@@ -28,12 +30,7 @@ let files = 0;
 /** Writes `bytes` as a new cache file: `.part`, then renamed, as tierd's chunk store does. */
 async function keep(bytes: Uint8Array): Promise<void> {
   const name = join(cacheDir, `c${files++}`);
-  const fh = await open(`${name}.part`, "w");
-  try {
-    await fh.write(bytes);
-  } finally {
-    await fh.close();
-  }
+  await writeNewFileDirect(`${name}.part`, new Uint8Array(0), bytes);
   await rename(`${name}.part`, `${name}.chunk`);
 }
 

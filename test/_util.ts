@@ -1,5 +1,5 @@
 // Small helpers shared by tests: temporary directories that clean up after themselves.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -10,3 +10,50 @@ export async function tempDir(
   const path = await mkdtemp(join(tmpdir(), `${label}-`));
   return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
 }
+
+/** The repository's root directory (absolute), for scripts that import its modules. */
+export const REPO_ROOT = new URL("..", import.meta.url).pathname;
+
+/**
+ * Runs `source` as a script under Bun (the compiled binary's runtime), from a file in `dir`,
+ * with `args`; a script may import the repository's modules by absolute path ({@link REPO_ROOT}).
+ * Kept out of the test tree, so `deno check` never sees its `bun:` imports.
+ *
+ * @returns what the script printed
+ * @throws when it exits with an error (its stderr in the message)
+ */
+export async function runBunScript(
+  dir: string,
+  source: string,
+  args: readonly string[] = [],
+): Promise<string> {
+  const script = join(dir, "script.ts");
+  await writeFile(script, source);
+  const out = await new Deno.Command("npx", {
+    args: ["-y", "bun@1", "run", script, ...args],
+    cwd: REPO_ROOT,
+    stdin: "null",
+  }).output();
+  if (out.code !== 0) {
+    throw new Error(`bun ${script} exited ${out.code}: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+/**
+ * Script text for {@link runBunScript}: imports Bun's `ptr` (for page-aligned buffers) and
+ * defines `directIoSupported(dir)`, whether the file system of `dir` takes O_DIRECT at all.
+ */
+export const BUN_DIRECT_IO = `
+import { ptr } from "bun:ffi";
+import { closeSync, constants, openSync } from "node:fs";
+function directIoSupported(dir) {
+  try {
+    closeSync(openSync(dir + "/probe", constants.O_WRONLY | constants.O_CREAT | constants.O_DIRECT));
+    return true;
+  } catch (err) {
+    if (err.code !== "EINVAL") throw err;
+    return false;
+  }
+}
+`;

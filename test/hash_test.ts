@@ -7,9 +7,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { initHashes, xxh3_128, xxh3_64 } from "../src/hash.ts";
-import { tempDir } from "./_util.ts";
+import { REPO_ROOT, runBunScript, tempDir } from "./_util.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 const fromHex = (s: string) => Uint8Array.from(s.match(/../g) ?? [], (x) => parseInt(x, 16));
 
@@ -41,24 +40,15 @@ Deno.test("Bun's native XXH3-64 equals the WebAssembly one, for every length cla
   try {
     const file = join(tmp.path, "inputs.json");
     await writeFile(file, JSON.stringify(inputs.map((parts) => parts.map(hex))));
-    const script = join(tmp.path, "hash.ts");
-    await writeFile(
-      script,
-      `import { xxh3_64 } from ${JSON.stringify(join(ROOT, "src/hash.ts"))};\n` +
-        `import { readFileSync } from "node:fs";\n` +
-        `if (typeof Bun?.hash?.xxHash3 !== "function") throw new Error("no native XXH3");\n` +
-        // Each input is hashed as a view into a larger buffer, as record checksums are.
-        `const fromHex = (s) => { const b = Uint8Array.from(s.match(/../g) ?? [], (x) => parseInt(x, 16)); const big = new Uint8Array(b.length + 13).fill(0xa5); big.set(b, 7); return big.subarray(7, 7 + b.length); };\n` +
-        `const inputs = JSON.parse(readFileSync(${JSON.stringify(file)}, "utf8"));\n` +
-        `console.log(JSON.stringify(inputs.map((p) => xxh3_64(...p.map(fromHex)).toString(16))));\n`,
-    );
-    const out = await new Deno.Command("npx", {
-      args: ["-y", "bun@1", "run", script],
-      cwd: ROOT,
-      stdin: "null",
-    }).output();
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-    const native: string[] = JSON.parse(new TextDecoder().decode(out.stdout));
+    const script = `import { xxh3_64 } from ${JSON.stringify(join(REPO_ROOT, "src/hash.ts"))};\n` +
+      `import { readFileSync } from "node:fs";\n` +
+      `if (typeof Bun?.hash?.xxHash3 !== "function") throw new Error("no native XXH3");\n` +
+      // Each input is hashed as a view into a larger buffer, as record checksums are.
+      `const fromHex = (s) => { const b = Uint8Array.from(s.match(/../g) ?? [], (x) => parseInt(x, 16)); const big = new Uint8Array(b.length + 13).fill(0xa5); big.set(b, 7); return big.subarray(7, 7 + b.length); };\n` +
+      `const inputs = JSON.parse(readFileSync(${JSON.stringify(file)}, "utf8"));\n` +
+      `console.log(JSON.stringify(inputs.map((p) => xxh3_64(...p.map(fromHex)).toString(16))));\n`;
+    const out = await runBunScript(tmp.path, script);
+    const native: string[] = JSON.parse(out);
     assert.equal(native.length, inputs.length);
     inputs.forEach((parts, i) => {
       const wasm = xxh3_64(...parts.map((p) => fromHex(hex(p))));

@@ -101,6 +101,12 @@ export interface ChunkCacheOptions {
   /** Bytes per checksummed block of a chunk file. @default 64 KiB */
   blockSize?: number;
   /**
+   * Write chunk files around the page cache where the runtime and file system allow it
+   * (`cache.direct_io`): the reads right after a chunk lands are answered from memory (see
+   * `landedBytes`), so the page cache's copy would only cost memory and CPU. @default true
+   */
+  directIo?: boolean;
+  /**
    * Bytes of the chunks that landed last kept in memory for the reads that follow (a
    * sequential reader's next MiBs, readahead's chunks): those reads skip reading the file back.
    * 0 turns it off. @default 64 MiB
@@ -129,6 +135,7 @@ export function chunkCacheOptions(ts: TieredStorageConfig): ChunkCacheOptions {
     readaheadMax: c.readahead_max,
     lowWatermarkPercent: c.low_watermark_percent,
     trimMinInterval: c.trim_min_interval,
+    directIo: c.direct_io,
     fetchBandwidth: ts.fetch_bandwidth,
     fetchConcurrency: ts.fetch_concurrency,
     fetchTimeout: ts.fetch_timeout,
@@ -251,8 +258,12 @@ export class ChunkCache implements RangeReader {
     this.#clock = options.clock ?? systemClock;
     this.#chunkSize = options.chunkSize ?? 8 * MiB;
     this.#blockSize = options.blockSize ?? CHUNK_BLOCK_SIZE;
-    this.#chunks = new ChunkStore(options.path, { blockSize: this.#blockSize });
     this.#stats = new StatsRecorder(options.stats);
+    this.#chunks = new ChunkStore(options.path, {
+      blockSize: this.#blockSize,
+      directIo: options.directIo ?? true,
+      onWrite: (io, bytes) => this.#stats.chunkWrite(io, bytes),
+    });
     this.#policy = new EvictionPolicy({
       ...budget,
       lowWatermarkPercent: options.lowWatermarkPercent ?? 80,
@@ -354,7 +365,7 @@ export class ChunkCache implements RangeReader {
       const bounds = await untilAborted(this.#boundsOf(src), signal);
       const span = chunksCovering(bounds, from, to - from);
       const behind = this.#heads.observe(src, from, to);
-      const heat: ReaderHeat = behind > this.#policy.budget.bytes ? "cold" : "hot";
+      const heat: ReaderHeat = behind > this.#dataBudget() ? "cold" : "hot";
       const parts: Promise<Uint8Array>[] = [];
       for (let k = span.first; k < span.end; k++) {
         const chunk = this.#chunkRef(src, bounds, k);
@@ -448,6 +459,7 @@ export class ChunkCache implements RangeReader {
       firstFetchAnswers: c.firstFetchAnswers,
       full: c.full,
       corrupt: c.corrupt,
+      chunkWrites: { ...c.chunkWrites },
     };
   }
 
@@ -525,7 +537,7 @@ export class ChunkCache implements RangeReader {
     const strays = chunks.filter((c) => !known.has(c.name)).sort((a, b) => a.mtimeMs - b.mtimeMs);
     for (const stray of strays) {
       const header = await this.#chunks.check(stray.name);
-      if (header && chunkFileSize(header.end - header.start, header.blockSize) === stray.size) {
+      if (header && header.headerLength + (header.end - header.start) === stray.size) {
         this.#policy.adopt(stray.name, stray.size, "cold");
       } else {
         await this.#chunks.remove(stray.name);
@@ -538,6 +550,15 @@ export class ChunkCache implements RangeReader {
     }
     this.#dirty = strays.length > 0 || known.size !== table.length;
     this.#armPersistTimer();
+  }
+
+  /**
+   * The object bytes the budget holds in full-size chunks: a reader further behind the head than
+   * this is cold. (The budget counts files, and each file's header takes a page.)
+   */
+  #dataBudget(): number {
+    const perFile = this.#chunkSize / chunkFileSize(this.#chunkSize, this.#blockSize);
+    return this.#policy.budget.bytes * perFile;
   }
 
   #armPersistTimer(): void {

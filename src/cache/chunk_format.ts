@@ -5,19 +5,26 @@ import { xxh3_64 } from "../hash.ts";
 
 /** The eight magic bytes every chunk file starts with. */
 export const CHUNK_MAGIC = "TIERDCHK";
-/** The only chunk file layout version this build writes and reads. */
-export const CHUNK_VERSION = 1;
+/** The chunk file layout version this build writes; it also reads version 1. */
+export const CHUNK_VERSION = 2;
 /** Bytes covered by one block checksum. */
 export const CHUNK_BLOCK_SIZE = 64 * 1024;
 /** Bytes of the fixed part of the header, before the block checksums. */
 export const CHUNK_HEADER_FIXED = 48;
+/**
+ * A version 2 header fills whole pages of this many bytes, so the data starts on a page
+ * boundary: the alignment direct I/O asks of file offsets (chunk_store.ts).
+ */
+export const CHUNK_DATA_ALIGN = 4096;
 
 const MAGIC_BYTES = new TextEncoder().encode(CHUNK_MAGIC);
 
 // Layout (little-endian): [0] magic | [8] version u16 | [10] reserved u16 | [12] block size u32 |
 // [16] name u64 (the chunk's content address) | [24] chunk start u64 | [32] chunk end u64 |
 // [40] block count u32 | [44] reserved u32 | [48] block checksums u64 × count |
-// [48 + 8 × count] header checksum u64 (XXH3-64 of every header byte before it) | data.
+// version 2: zeros up to 8 bytes before the next multiple of CHUNK_DATA_ALIGN |
+// header checksum u64 (XXH3-64 of every header byte before it, the zeros included) | data.
+// Version 1 (written before direct I/O) has no zeros: its data follows the checksum directly.
 
 /** What a chunk header says about the chunk that follows it. */
 export interface ChunkHeader {
@@ -31,7 +38,7 @@ export interface ChunkHeader {
   blockSize: number;
   /** XXH3-64 of each block of data. */
   blockChecksums: bigint[];
-  /** Bytes of the header; data starts here. */
+  /** Bytes of the header; data starts here (on a page boundary from version 2). */
   headerLength: number;
 }
 
@@ -47,9 +54,18 @@ export class ChunkCorruptError extends Error {
   }
 }
 
-/** Bytes of the header of a chunk of `length` bytes. */
-export function chunkHeaderLength(length: number, blockSize = CHUNK_BLOCK_SIZE): number {
-  return CHUNK_HEADER_FIXED + 8 * Math.ceil(length / blockSize) + 8;
+/** Bytes of the header of a chunk of `length` bytes, in layout `version`. */
+export function chunkHeaderLength(
+  length: number,
+  blockSize = CHUNK_BLOCK_SIZE,
+  version = CHUNK_VERSION,
+): number {
+  return headerLengthFor(Math.ceil(length / blockSize), version);
+}
+
+function headerLengthFor(blocks: number, version: number): number {
+  const bare = CHUNK_HEADER_FIXED + 8 * blocks + 8;
+  return version === 1 ? bare : Math.ceil(bare / CHUNK_DATA_ALIGN) * CHUNK_DATA_ALIGN;
 }
 
 /** Bytes of the whole chunk file for `length` bytes of data: what the budget accounts. */
@@ -64,6 +80,7 @@ export function chunkFileSize(length: number, blockSize = CHUNK_BLOCK_SIZE): num
  * @param range the chunk's `[start, end)` in its object
  * @param data the chunk's bytes
  * @param blockSize bytes per checksummed block
+ * @param version the layout (1 only to test that files an older tierd wrote are still read)
  * @returns the header bytes; the file is these followed by `data`
  */
 export function encodeChunkHeader(
@@ -71,12 +88,13 @@ export function encodeChunkHeader(
   range: { start: number; end: number },
   data: Uint8Array,
   blockSize = CHUNK_BLOCK_SIZE,
+  version = CHUNK_VERSION,
 ): Uint8Array {
   const blocks = Math.ceil(data.length / blockSize);
-  const out = new Uint8Array(chunkHeaderLength(data.length, blockSize));
+  const out = new Uint8Array(chunkHeaderLength(data.length, blockSize, version));
   const view = new DataView(out.buffer);
   out.set(MAGIC_BYTES, 0);
-  view.setUint16(8, CHUNK_VERSION, true);
+  view.setUint16(8, version, true);
   view.setUint32(12, blockSize, true);
   view.setBigUint64(16, BigInt("0x" + name), true);
   view.setBigUint64(24, BigInt(range.start), true);
@@ -106,14 +124,16 @@ export function headerLengthOf(fixed: Uint8Array, file: string): number {
   }
   const view = new DataView(fixed.buffer, fixed.byteOffset, fixed.byteLength);
   const version = view.getUint16(8, true);
-  if (version !== CHUNK_VERSION) throw new ChunkCorruptError(file, `version ${version}`);
+  if (version !== 1 && version !== CHUNK_VERSION) {
+    throw new ChunkCorruptError(file, `version ${version}`);
+  }
   const blockSize = view.getUint32(12, true);
   const blocks = view.getUint32(40, true);
   const length = Number(view.getBigUint64(32, true) - view.getBigUint64(24, true));
   if (blockSize === 0 || length < 0 || blocks !== Math.ceil(length / blockSize)) {
     throw new ChunkCorruptError(file, "bad block geometry");
   }
-  return CHUNK_HEADER_FIXED + 8 * blocks + 8;
+  return headerLengthFor(blocks, version);
 }
 
 /**

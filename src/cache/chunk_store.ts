@@ -1,12 +1,14 @@
 // The storage of cached chunks: content-addressed files in a two-level fan-out under the cache
 // directory, written as `.part` and renamed (not fsynced: a damaged chunk is fetched again),
-// read back with their block checksums verified. It knows nothing of budgets or recency (see
-// policy.ts).
+// with direct I/O where the file system and runtime allow it (the page cache takes no copy of a
+// chunk nobody reads back yet), read back with their block checksums verified. It knows nothing
+// of budgets or recency (see policy.ts).
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { readInto } from "../base/bytes.ts";
-import { writeNewFile } from "../base/file_write.ts";
+import { type DirectWriteMode, writeNewFile, writeNewFileDirect } from "../base/file_write.ts";
 import { xxh3_64 } from "../hash.ts";
+import type { ChunkWriteIo } from "./stats.ts";
 import {
   blocksCovering,
   CHUNK_BLOCK_SIZE,
@@ -75,14 +77,30 @@ export class ChunkStore {
   #writes = 0;
   /** Closes of retired files still in progress. */
   readonly #closing = new Set<Promise<void>>();
+  /** Chunk data is written with direct I/O (until the file system refuses it). */
+  #directIo: boolean;
+  /** Told how each chunk file was written, and its bytes. */
+  readonly #onWrite?: (io: ChunkWriteIo, bytes: number) => void;
 
   /**
    * @param root the cache directory (`cache.path`)
    * @param options.blockSize bytes per checksummed block @default 64 KiB
+   * @param options.directIo write chunk data around the page cache where the file system and
+   *   the runtime allow it @default true
+   * @param options.onWrite told how each chunk file was written
    */
-  constructor(readonly root: string, options: { blockSize?: number } = {}) {
+  constructor(
+    readonly root: string,
+    options: {
+      blockSize?: number;
+      directIo?: boolean;
+      onWrite?: (io: ChunkWriteIo, bytes: number) => void;
+    } = {},
+  ) {
     this.#dir = join(root, "chunks");
     this.#blockSize = options.blockSize ?? CHUNK_BLOCK_SIZE;
+    this.#directIo = options.directIo ?? true;
+    this.#onWrite = options.onWrite;
   }
 
   /** The file of chunk `name`. */
@@ -122,7 +140,11 @@ export class ChunkStore {
     const header = encodeChunkHeader(name, range, data, this.#blockSize);
     const part = join(dir, `${name}.${++this.#writes}${PART_EXT}`);
     try {
-      await writeNewFile(part, [header, data]);
+      const mode: DirectWriteMode = this.#directIo
+        ? await writeNewFileDirect(part, header, data)
+        : (await writeNewFile(part, [header, data]), "buffered");
+      if (mode === "unsupported") this.#directIo = false;
+      this.#onWrite?.(mode === "direct" ? "direct" : "buffered", header.length + data.length);
       if (abandoned()) {
         await rm(part, { force: true });
         return 0;

@@ -10,6 +10,13 @@ export type FetchOutcome =
   | "aborted" // cancelled: the reader gave up (first fetch) or the cache closed
   | "cache_full"; // no room could be made in the budget: nothing was fetched
 
+/**
+ * How a chunk file was written: around the page cache (`direct`), or through it (`buffered`: the
+ * runtime or file system has no direct I/O, `cache.direct_io` is off, or the chunk is shorter than
+ * a page or its memory not page-aligned). The `io` label of `tierd_cache_chunk_writes_total`.
+ */
+export type ChunkWriteIo = "direct" | "buffered";
+
 /** Which fetch: a cold read's exact range, a chunk for a read, or a readahead chunk. */
 export type FetchKind = "first" | "chunk" | "prefetch";
 
@@ -29,7 +36,8 @@ export interface FetchEvent {
  * An observer of the chunk cache; every method is optional. The metrics code adapts it to
  * `tierd_cache_hits_total`, `tierd_cache_misses_total`, `tierd_cache_bytes`,
  * `tierd_cache_evictions_total{reason}`, `tierd_fetches_total{stream,topic,outcome}`,
- * `tierd_fetch_bytes_total{stream,topic}` and `tierd_fetch_duration_seconds`.
+ * `tierd_fetch_bytes_total{stream,topic}`, `tierd_fetch_duration_seconds` and
+ * `tierd_cache_chunk_writes_total{io}`.
  */
 export interface CacheStats {
   /** A read found a chunk resident; `bytes` were served from it. */
@@ -44,6 +52,8 @@ export interface CacheStats {
   usage?(usage: Usage): void;
   /** A fetch failed with `CacheFullError` or the disk ran out of space. */
   full?(): void;
+  /** A chunk file of `bytes` was written, by way of `io`. */
+  chunkWrite?(io: ChunkWriteIo, bytes: number): void;
 }
 
 /** The cache's counters and gauges at one moment. */
@@ -76,6 +86,8 @@ export interface CacheStatsSnapshot {
   full: number;
   /** Chunk files found corrupt or truncated. */
   corrupt: number;
+  /** Chunk files written, by how they were written. */
+  chunkWrites: Record<ChunkWriteIo, number>;
 }
 
 /** Counts what happens and forwards each event to an optional observer. */
@@ -98,6 +110,7 @@ export class StatsRecorder {
     firstFetchAnswers: 0,
     full: 0,
     corrupt: 0,
+    chunkWrites: { direct: 0, buffered: 0 } as Record<ChunkWriteIo, number>,
   };
 
   constructor(observer?: CacheStats) {
@@ -133,5 +146,10 @@ export class StatsRecorder {
   full(): void {
     this.counts.full++;
     this.#observer?.full?.();
+  }
+
+  chunkWrite(io: ChunkWriteIo, bytes: number): void {
+    this.counts.chunkWrites[io]++;
+    this.#observer?.chunkWrite?.(io, bytes);
   }
 }

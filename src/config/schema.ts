@@ -455,6 +455,11 @@ export interface CacheConfig {
   low_watermark_percent: number;
   /** The least time between two trims. @default 5 s */
   trim_min_interval: number;
+  /**
+   * Chunk files are written around the page cache (direct I/O) where the runtime and the file
+   * system allow it; a file system that refuses it gets page-cache writes. @default true
+   */
+  direct_io: boolean;
 }
 
 /**
@@ -958,6 +963,7 @@ const cacheSchema = z.strictObject({
   readahead_max: int(1, 1024).prefault(4),
   low_watermark_percent: z.number().gt(0).lt(100).prefault(80),
   trim_min_interval: duration(finite).prefault("5 s"),
+  direct_io: z.boolean().prefault(true),
 });
 
 const tieredStorageSchema = z.strictObject({

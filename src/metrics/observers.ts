@@ -97,6 +97,7 @@ export function cacheObserver(m: TierdMetrics): CacheStats {
       m.cacheBudgetExhausted.set(undefined, 0);
     },
     full: () => m.cacheBudgetExhausted.set(undefined, 1),
+    chunkWrite: (io) => m.cacheChunkWrites.inc({ io }),
   };
 }
 

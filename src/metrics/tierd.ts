@@ -56,6 +56,8 @@ export interface TierdMetrics {
   cacheEvictions: Counter<"reason">;
   /** `tierd_cache_budget_exhausted`: 1 while the cache cannot reserve budget for a fetch. */
   cacheBudgetExhausted: Gauge;
+  /** `tierd_cache_chunk_writes_total{io}`: chunk files written, around or through the page cache. */
+  cacheChunkWrites: Counter<"io">;
   /** `tierd_store_requests_total{op,outcome}`: every object store request. */
   storeRequests: Counter<"op" | "outcome">;
   /**
@@ -240,6 +242,11 @@ export function createTierdMetrics(
     cacheBudgetExhausted: registry.gauge(
       "tierd_cache_budget_exhausted",
       "1 while the chunk cache cannot reserve budget for a fetch.",
+    ),
+    cacheChunkWrites: registry.counter(
+      "tierd_cache_chunk_writes_total",
+      "Chunk files written, by io: direct (around the page cache) or buffered.",
+      ["io"],
     ),
     storeRequestCost: registry.gauge(
       "tierd_store_request_cost_estimate",
@@ -454,6 +461,7 @@ const READ_SOURCES = ["local", "remote", "mixed"] as const;
 /** Creates at 0 every series whose label values are known before the first event. */
 function initKnownSeries(m: TierdMetrics): void {
   for (const reason of Object.keys(EVICTION_REASONS)) m.cacheEvictions.init({ reason });
+  for (const io of ["direct", "buffered"]) m.cacheChunkWrites.init({ io });
   for (const source of READ_SOURCES) {
     m.readBytes.init({ source });
     for (const outcome of ["ok", "gap", "cancelled"]) m.reads.init({ source, outcome });

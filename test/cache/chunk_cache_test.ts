@@ -6,7 +6,11 @@ import { join } from "node:path";
 import { decorateStore } from "../../providers/decorate.ts";
 import { SimStore } from "../../providers/sim/store.ts";
 import { ChunkCache } from "../../src/cache/chunk_cache.ts";
-import { chunkFileSize } from "../../src/cache/chunk_format.ts";
+import {
+  chunkFileSize,
+  decodeChunkHeader,
+  encodeChunkHeader,
+} from "../../src/cache/chunk_format.ts";
 import { CacheTimeoutError } from "../../src/cache/types.ts";
 import { FakeClock } from "../_fake_clock.ts";
 import { tempDir } from "../_util.ts";
@@ -155,6 +159,38 @@ Deno.test("a restarted cache serves previously read ranges with zero GETs", asyn
     await third.close();
     await dir.cleanup();
   }
+});
+
+Deno.test("chunk files an older tierd wrote (layout 1) are served after an upgrade, known or adopted", async () => {
+  const dir = await tempDir("cache");
+  const sim = new SimStore();
+  const obj = await putObject(sim, "p/a.log", 40 * KiB, { seed: 3 });
+  const first = await openCache(sim, dir.path);
+  await first.read(obj.src, 0, 40 * KiB);
+  await first.close();
+  const { paths } = await chunkFilesOnDisk(dir.path);
+  assert.ok(paths.length > 1);
+  for (const path of paths) {
+    const file = new Uint8Array(await readFile(join(dir.path, path)));
+    const h = decodeChunkHeader(file, path);
+    const data = file.subarray(h.headerLength);
+    const old = encodeChunkHeader(h.name, h, data, h.blockSize, 1);
+    await writeFile(join(dir.path, path), Uint8Array.from([...old, ...data]));
+  }
+  for (const table of ["kept", "lost"]) {
+    if (table === "lost") await Deno.remove(join(dir.path, "access.table"));
+    sim.resetCounts();
+    const again = await openCache(sim, dir.path);
+    try {
+      assert.equal(again.stats().objects, paths.length, `${table} table: every file is in`);
+      assert.deepEqual(await again.read(obj.src, 0, 40 * KiB), obj.bytes);
+      assert.equal(sim.requestCount("get"), 0, `${table} table: nothing fetched again`);
+      assert.equal(again.stats().corrupt, 0);
+    } finally {
+      await again.close();
+    }
+  }
+  await dir.cleanup();
 });
 
 Deno.test("a backfill scan over more than the cache holds does not evict the hot tail's chunks", async () => {

@@ -9,6 +9,8 @@ import {
 } from "../../src/cache/access_table.ts";
 import {
   blocksCovering,
+  CHUNK_DATA_ALIGN,
+  CHUNK_VERSION,
   ChunkCorruptError,
   chunkFileSize,
   decodeChunkHeader,
@@ -23,17 +25,23 @@ const hex16 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }).map((n) =>
   n.toString(16).padStart(16, "0")
 );
 
-Deno.test("a chunk header round-trips and its blocks verify", () => {
+Deno.test("a chunk header round-trips and its blocks verify, in both layouts", () => {
   fc.assert(
     fc.property(
       hex16,
       fc.nat(1 << 30),
       fc.uint8Array({ minLength: 0, maxLength: 3000 }),
       fc.integer({ min: 1, max: 700 }),
-      (name, start, data, blockSize) => {
+      fc.constantFrom(1, CHUNK_VERSION),
+      (name, start, data, blockSize, version) => {
         const range = { start, end: start + data.length };
-        const header = encodeChunkHeader(name, range, data, blockSize);
-        assert.equal(header.length + data.length, chunkFileSize(data.length, blockSize));
+        const header = encodeChunkHeader(name, range, data, blockSize, version);
+        if (version === CHUNK_VERSION) {
+          assert.equal(header.length + data.length, chunkFileSize(data.length, blockSize));
+          assert.equal(header.length % CHUNK_DATA_ALIGN, 0, "the data starts on a page boundary");
+        } else {
+          assert.equal(header.length, 48 + 8 * Math.ceil(data.length / blockSize) + 8);
+        }
         const h = decodeChunkHeader(header, "f");
         assert.deepEqual([h.name, h.start, h.end, h.blockSize], [
           name,
@@ -50,18 +58,20 @@ Deno.test("a chunk header round-trips and its blocks verify", () => {
   );
 });
 
-Deno.test("any flipped bit in a chunk header or its data is detected", () => {
+Deno.test("any flipped bit in a chunk header (its padding included) or its data is detected", () => {
   fc.assert(
     fc.property(
       fc.uint8Array({ minLength: 1, maxLength: 2000 }),
       fc.nat(),
       fc.integer({ min: 0, max: 7 }),
-      (data, at, bit) => {
+      fc.constantFrom(1, CHUNK_VERSION),
+      (data, at, bit, version) => {
         const header = encodeChunkHeader(
           "0123456789abcdef",
           { start: 0, end: data.length },
           data,
           256,
+          version,
         );
         const file = new Uint8Array(header.length + data.length);
         file.set(header);

@@ -224,6 +224,7 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
         readahead_max: 4,
         low_watermark_percent: 80,
         trim_min_interval: 5_000,
+        direct_io: true,
       },
       request_prices: {
         currency: "USD",
