@@ -8,7 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generatePartition } from "../../src/format/generate.ts";
 import { minioAvailable, ROOT, s3ConfigText, s3Env, startMinioReady } from "../fixtures/_agent.ts";
-import { tempDir } from "../_util.ts";
+import { BUN_DIRECT_IO, runBunScript, tempDir } from "../_util.ts";
 
 async function metric(base: string, name: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
@@ -112,6 +112,21 @@ Deno.test("cold, warm and boundary-spanning reads through the binary against Min
       assert.deepEqual(warm.bytes, cold.bytes);
       assert.equal(await metric(base, 'tierd_store_requests_total{op="get"'), getsHydrated);
 
+      // The chunk files the binary wrote (around the page cache, where this file system takes
+      // direct I/O) read back exactly: a read of the first segment to its end lets the chunk's
+      // bytes kept in memory go, so the same read again comes from the file.
+      const direct = await metric(base, 'tierd_cache_chunk_writes_total{io="direct"}');
+      const buffered = await metric(base, 'tierd_cache_chunk_writes_total{io="buffered"}');
+      assert.ok(direct + buffered >= 1, "the hydrated chunk was written");
+      if (await directIoSupported(tmp.path)) {
+        assert.equal(buffered, 0, "the binary wrote its chunk files with direct I/O");
+      }
+      const whole0 = await read(0n, segments[0].size);
+      expectBytes(whole0.res.headers.get("x-tierd-first-offset"), whole0.bytes);
+      const fromFile = await read(10n, 64 * 1024);
+      assert.deepEqual(fromFile.bytes, cold.bytes);
+      assert.equal(await metric(base, 'tierd_store_requests_total{op="get"'), getsHydrated);
+
       // Spanning: start near the end of the last evicted segment, run into local data.
       const parts = await (await fetch(`${base}/v1/partitions`)).json();
       const lastRemote = segments[parts[0].segments.remote - 1];
@@ -132,6 +147,15 @@ Deno.test("cold, warm and boundary-spanning reads through the binary against Min
     await tmp.cleanup();
   }
 });
+
+/** Whether the file system of `dir` takes direct I/O (asked from Bun, the binary's runtime). */
+async function directIoSupported(dir: string): Promise<boolean> {
+  const out = await runBunScript(
+    dir,
+    `${BUN_DIRECT_IO}\nconsole.log(directIoSupported(${JSON.stringify(dir)}));\n`,
+  );
+  return out.trim() === "true";
+}
 
 function indexOf(hay: Uint8Array, needle: Uint8Array): number {
   outer: for (let i = 0; i + needle.length <= hay.length; i++) {
