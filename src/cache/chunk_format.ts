@@ -17,6 +17,12 @@ export const CHUNK_HEADER_FIXED = 48;
  */
 export const CHUNK_DATA_ALIGN = 4096;
 
+/**
+ * The longest header read: a 64 MiB chunk (the largest `cache.chunk_size`) in 32-byte blocks. A
+ * damaged header claiming more is refused before anything is allocated for it.
+ */
+const MAX_HEADER_BYTES = 16 * 1024 * 1024;
+
 const MAGIC_BYTES = new TextEncoder().encode(CHUNK_MAGIC);
 
 // Layout (little-endian): [0] magic | [8] version u16 | [10] reserved u16 | [12] block size u32 |
@@ -133,7 +139,11 @@ export function headerLengthOf(fixed: Uint8Array, file: string): number {
   if (blockSize === 0 || length < 0 || blocks !== Math.ceil(length / blockSize)) {
     throw new ChunkCorruptError(file, "bad block geometry");
   }
-  return headerLengthFor(blocks, version);
+  const headerLength = headerLengthFor(blocks, version);
+  if (headerLength > MAX_HEADER_BYTES) {
+    throw new ChunkCorruptError(file, `header of ${headerLength} bytes is too long`);
+  }
+  return headerLength;
 }
 
 /**

@@ -140,9 +140,9 @@ export class ChunkStore {
     const header = encodeChunkHeader(name, range, data, this.#blockSize);
     const part = join(dir, `${name}.${++this.#writes}${PART_EXT}`);
     try {
-      const mode: DirectWriteMode = this.#directIo
-        ? await writeNewFileDirect(part, header, data)
-        : (await writeNewFile(part, [header, data]), "buffered");
+      let mode: DirectWriteMode = "buffered";
+      if (this.#directIo) mode = await writeNewFileDirect(part, header, data);
+      else await writeNewFile(part, [header, data]);
       if (mode === "unsupported") this.#directIo = false;
       this.#onWrite?.(mode === "direct" ? "direct" : "buffered", header.length + data.length);
       if (abandoned()) {

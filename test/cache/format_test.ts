@@ -15,6 +15,7 @@ import {
   chunkFileSize,
   decodeChunkHeader,
   encodeChunkHeader,
+  headerLengthOf,
   verifyBlocks,
 } from "../../src/cache/chunk_format.ts";
 import { initHashes } from "../../src/hash.ts";
@@ -85,6 +86,16 @@ Deno.test("any flipped bit in a chunk header (its padding included) or its data 
     ),
     { numRuns: 300 },
   );
+});
+
+Deno.test("a header claiming a huge block count is refused before its length is allocated", () => {
+  const data = new Uint8Array(10);
+  const header = encodeChunkHeader("0123456789abcdef", { start: 0, end: 10 }, data, 1);
+  const view = new DataView(header.buffer);
+  // 2^31 one-byte blocks: a consistent geometry whose header would take 16 GiB.
+  view.setBigUint64(32, 2n ** 31n, true);
+  view.setUint32(40, 2 ** 31, true);
+  assert.throws(() => headerLengthOf(header, "f"), /too long/);
 });
 
 const entryArb: fc.Arbitrary<TableEntry> = fc.record({
