@@ -41,12 +41,18 @@ export async function runBunScript(
 }
 
 /**
- * Script text for {@link runBunScript}: imports Bun's `ptr` (for page-aligned buffers) and
- * defines `directIoSupported(dir)`, whether the file system of `dir` takes O_DIRECT at all.
+ * Script text for {@link runBunScript}: defines `directIoSupported(dir)`, whether the file
+ * system of `dir` takes O_DIRECT at all, and `pageAligned(length, shift)`, a view of `length`
+ * bytes starting `shift` bytes past a page boundary of memory (Bun's `ptr` tells where).
  */
 export const BUN_DIRECT_IO = `
 import { ptr } from "bun:ffi";
 import { closeSync, constants, openSync } from "node:fs";
+function pageAligned(length, shift = 0) {
+  const raw = new Uint8Array(length + 8192);
+  const at = (4096 - (ptr(raw) % 4096)) % 4096 + shift;
+  return raw.subarray(at, at + length);
+}
 function directIoSupported(dir) {
   try {
     closeSync(openSync(dir + "/probe", constants.O_WRONLY | constants.O_CREAT | constants.O_DIRECT));

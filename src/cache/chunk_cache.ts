@@ -18,7 +18,12 @@ import { initHashes } from "../hash.ts";
 import { outcomeOf } from "../metrics/instrument_store.ts";
 import { writeFileDurable } from "../base/durable.ts";
 import { decodeAccessTable, encodeAccessTable, type TableEntry } from "./access_table.ts";
-import { CHUNK_BLOCK_SIZE, ChunkCorruptError, chunkFileSize } from "./chunk_format.ts";
+import {
+  CHUNK_BLOCK_SIZE,
+  ChunkCorruptError,
+  chunkFileLength,
+  chunkFileSize,
+} from "./chunk_format.ts";
 import { chunkName, ChunkStore } from "./chunk_store.ts";
 import {
   chunkBounds,
@@ -537,7 +542,7 @@ export class ChunkCache implements RangeReader {
     const strays = chunks.filter((c) => !known.has(c.name)).sort((a, b) => a.mtimeMs - b.mtimeMs);
     for (const stray of strays) {
       const header = await this.#chunks.check(stray.name);
-      if (header && header.headerLength + (header.end - header.start) === stray.size) {
+      if (header && chunkFileLength(header) === stray.size) {
         this.#policy.adopt(stray.name, stray.size, "cold");
       } else {
         await this.#chunks.remove(stray.name);

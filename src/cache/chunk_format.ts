@@ -74,6 +74,11 @@ function headerLengthFor(blocks: number, version: number): number {
   return version === 1 ? bare : Math.ceil(bare / CHUNK_DATA_ALIGN) * CHUNK_DATA_ALIGN;
 }
 
+/** Bytes of the whole chunk file `header` describes, in its own layout. */
+export function chunkFileLength(header: ChunkHeader): number {
+  return header.headerLength + (header.end - header.start);
+}
+
 /** Bytes of the whole chunk file for `length` bytes of data: what the budget accounts. */
 export function chunkFileSize(length: number, blockSize = CHUNK_BLOCK_SIZE): number {
   return chunkHeaderLength(length, blockSize) + length;

@@ -14,6 +14,7 @@ import {
   CHUNK_BLOCK_SIZE,
   CHUNK_HEADER_FIXED,
   ChunkCorruptError,
+  chunkFileLength,
   type ChunkHeader,
   decodeChunkHeader,
   encodeChunkHeader,
@@ -226,7 +227,7 @@ export class ChunkStore {
       header = await readHeader(fh, path);
       if (header.name !== name) throw new ChunkCorruptError(path, "header names another chunk");
       const { size } = await fh.stat();
-      if (size !== header.headerLength + (header.end - header.start)) {
+      if (size !== chunkFileLength(header)) {
         throw new ChunkCorruptError(path, `file is ${size} bytes, header says otherwise`);
       }
     } catch (err) {
@@ -281,7 +282,7 @@ export class ChunkStore {
         const header = await readHeader(fh, path);
         const { size } = await fh.stat();
         const ok = header.name === name &&
-          size === header.headerLength + (header.end - header.start);
+          size === chunkFileLength(header);
         return ok ? header : undefined;
       } finally {
         await fh.close();

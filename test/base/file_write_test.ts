@@ -68,9 +68,7 @@ const [dir, casesJson] = process.argv.slice(2);
 const supported = directIoSupported(dir);
 const out = [];
 for (const c of JSON.parse(casesJson)) {
-  const raw = new Uint8Array(c.body + 8192);
-  const at = (4096 - (ptr(raw) % 4096)) % 4096 + c.shift;
-  const body = raw.subarray(at, at + c.body);
+  const body = pageAligned(c.body, c.shift);
   for (let i = 0; i < body.length; i++) body[i] = (i * 31 + c.body) & 255;
   const head = new Uint8Array(c.headPages * 4096).map((_, i) => (i * 7) & 255);
   const path = dir + "/f";

@@ -20,9 +20,7 @@ const modes = [];
 const store = new ChunkStore(dir, { onWrite: (mode) => modes.push(mode) });
 const out = [];
 for (const [i, length] of JSON.parse(lengthsJson).entries()) {
-  const raw = new Uint8Array(length + 8192);
-  const at = (4096 - (ptr(raw) % 4096)) % 4096;
-  const data = raw.subarray(at, at + length);
+  const data = pageAligned(length);
   for (let k = 0; k < length; k++) data[k] = (k * 131 + i * 7 + (k >> 12)) & 255;
   const name = (i + 1).toString(16).padStart(16, "0");
   const range = { start: 1000, end: 1000 + length };
