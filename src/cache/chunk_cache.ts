@@ -246,6 +246,8 @@ export class ChunkCache implements RangeReader {
   readonly #geometry = new LRUCache<string, Promise<number[]>>({ max: 4096 });
   readonly #flights = new Map<string, Flight>();
   readonly #firstFetches = new Set<Promise<unknown>>();
+  /** Readahead across a boundary waiting for the next object's chunk bounds (an index read). */
+  readonly #prefetchStarts = new Set<Promise<void>>();
   readonly #unlinks = new Map<string, Promise<void>>();
   readonly #landed: LandedChunks;
   readonly #closing = new AbortController();
@@ -474,6 +476,7 @@ export class ChunkCache implements RangeReader {
       const pending: Promise<unknown>[] = [
         ...[...this.#flights.values()].map((f) => f.done),
         ...this.#firstFetches,
+        ...this.#prefetchStarts,
         ...this.#unlinks.values(),
       ];
       if (pending.length === 0) return;
@@ -699,12 +702,14 @@ export class ChunkCache implements RangeReader {
    * bounds are known (they may need its index). A failure only means no readahead.
    */
   #prefetchStart(src: ChunkSource, count: number, heat: ReaderHeat): void {
-    this.#boundsOf(src).then((bounds) => {
+    const started = this.#boundsOf(src).then((bounds) => {
       if (this.#closed) return;
       for (let k = 0; k < Math.min(count, bounds.length - 1); k++) {
         this.#prefetch(this.#chunkRef(src, bounds, k), heat);
       }
     }).catch(() => {});
+    this.#prefetchStarts.add(started);
+    started.finally(() => this.#prefetchStarts.delete(started));
   }
 
   #prefetch(chunk: ChunkRef, heat: ReaderHeat): void {
