@@ -51,12 +51,22 @@ export async function readStatus(
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
-/** CPU seconds (user, system) a process has used so far, from /proc/<pid>/stat. */
-export async function readCpu(pid: number): Promise<{ user: number; system: number } | undefined> {
+/**
+ * CPU seconds (user, system) a process has used so far, and its minor page faults, from
+ * /proc/<pid>/stat.
+ */
+export async function readCpu(
+  pid: number,
+): Promise<{ user: number; system: number; minorFaults: number } | undefined> {
   try {
     const text = await Deno.readTextFile(`/proc/${pid}/stat`);
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
+    return {
+      user: Number(fields[11]) / CLOCK_TICKS,
+      system: Number(fields[12]) / CLOCK_TICKS,
+      // Page faults served without I/O: for the agent, mostly first touches of new memory.
+      minorFaults: Number(fields[7]),
+    };
   } catch {
     return undefined;
   }

@@ -80,6 +80,8 @@ interface AgentWork {
   cpuSeconds?: number;
   /** Of those, the kernel's (system time). */
   systemSeconds?: number;
+  /** Minor page faults over the scan: mostly first touches of memory new to the process. */
+  minorFaults?: number;
   storeGets: number;
   /** Full collections the agent's memory guard asked for during the scan. */
   collections: number;
@@ -94,11 +96,12 @@ type CpuSample = Awaited<ReturnType<typeof readCpu>>;
 function cpuBetween(
   cpu0: CpuSample,
   cpu1: CpuSample,
-): Pick<AgentWork, "cpuSeconds" | "systemSeconds"> {
+): Pick<AgentWork, "cpuSeconds" | "systemSeconds" | "minorFaults"> {
   if (!cpu0 || !cpu1) return {};
   return {
     cpuSeconds: round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
     systemSeconds: round(cpu1.system - cpu0.system, 2),
+    minorFaults: cpu1.minorFaults - cpu0.minorFaults,
   };
 }
 
@@ -761,15 +764,19 @@ export async function runReadScanBench(options: ReadScanBenchOptions = {}): Prom
 }
 
 /**
- * The CPU seconds per GiB (2^30 bytes) answered of each scan, their median (2 decimals), and the
- * median share of the kernel (system time) in them.
+ * The CPU seconds per GiB (2^30 bytes) answered of each scan, their median (2 decimals), the
+ * median share of the kernel (system time) in them, and the median minor page faults per GiB.
  */
-function cpuPerGiBOf(scans: Scan[]): { perGiB: number[]; cpuPerGiB: number; systemShare: number } {
-  const perGiB = scans.map((s) => (s.cpuSeconds ?? NaN) / (s.bytes / (1024 * MiB)));
+function cpuPerGiBOf(
+  scans: Scan[],
+): { perGiB: number[]; cpuPerGiB: number; systemShare: number; faultsPerGiB: number } {
+  const gib = (s: Scan) => s.bytes / (1024 * MiB);
+  const perGiB = scans.map((s) => (s.cpuSeconds ?? NaN) / gib(s));
   return {
     perGiB,
     cpuPerGiB: round(median(perGiB), 2),
     systemShare: median(scans.map((s) => (s.systemSeconds ?? NaN) / (s.cpuSeconds ?? NaN))),
+    faultsPerGiB: Math.round(median(scans.map((s) => (s.minorFaults ?? NaN) / gib(s)))),
   };
 }
 
@@ -964,19 +971,24 @@ async function runSingleScans(rounds: number): Promise<number> {
     });
     // tierd's CPU per GiB served cold: the figure that does not depend on the machine's speed.
     const plainScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].plain);
-    const { perGiB, cpuPerGiB, systemShare } = cpuPerGiBOf(plainScans);
+    const { perGiB, cpuPerGiB, systemShare, faultsPerGiB } = cpuPerGiBOf(plainScans);
     const relayScans = [DELAY_MS, 0].flatMap((d) => byDelay[d].relay);
     const {
       perGiB: relayPerGiB,
       cpuPerGiB: relayCpuPerGiB,
       systemShare: relaySystemShare,
+      faultsPerGiB: relayFaultsPerGiB,
     } = cpuPerGiBOf(relayScans);
     const relayNote = `A caching relay (bench/caching_relay.ts under Bun, the runtime of the ` +
       `shipped binary: each object fetched, streamed to the client and kept as new 8 MiB files ` +
       `written around the page cache as tierd writes its chunks, ` +
       `nothing parsed, hashed or planned) costs ${relayCpuPerGiB} CPU s per GiB (per scan ` +
       `${relayPerGiB.map((v) => round(v, 2)).join(", ")}; the kernel's share ` +
-      `${round(relaySystemShare, 2)}): tierd ÷ relay ${(cpuPerGiB / relayCpuPerGiB).toFixed(2)}.`;
+      `${
+        round(relaySystemShare, 2)
+      }; ${relayFaultsPerGiB} minor page faults per GiB): tierd ÷ relay ${
+        (cpuPerGiB / relayCpuPerGiB).toFixed(2)
+      }.`;
     recordResult("cold_scan_cpu_seconds_per_gib", cpuPerGiB, "≤ 1.5", {
       method: scanMethod + `The agent's CPU seconds (user + system, /proc/<pid>/stat) over ` +
         `each plain-client scan (readahead on), with and without the ${DELAY_MS} ms added ` +
@@ -989,12 +1001,15 @@ async function runSingleScans(rounds: number): Promise<number> {
         plainScans.map((s) => s.cpuSeconds).join(", ")
       } for ` +
         `${plainScans.map((s) => round(s.bytes / MiB, 0)).join(", ")} MiB); the kernel's ` +
-        `share ${round(systemShare, 2)}. This machine writing new 8 MiB files through the page ` +
+        `share ${round(systemShare, 2)}; ${faultsPerGiB} minor page faults per GiB (first ` +
+        `touches of memory new to the process; 262,144 would be one per 4 KiB page served). ` +
+        `This machine writing new 8 MiB files through the page ` +
         `cache (tierd's chunk files go around it, by direct I/O) costs ` +
         `${machineWrite.cpuSecondsPerGiB} CPU s per GiB the first time, ` +
         `${machineWrite.againCpuSecondsPerGiB} over the same files again. ${relayNote}`,
       scans: plainScans,
       system_share: round(systemShare, 3),
+      minor_faults_per_gib: faultsPerGiB,
       machine_file_write: machineWrite,
       caching_relay: {
         cpu_seconds_per_gib: relayCpuPerGiB,
