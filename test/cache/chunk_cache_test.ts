@@ -591,3 +591,37 @@ Deno.test("the budget is the smaller of cache.size and size_percent of the cache
   await real.close();
   await dir.cleanup();
 });
+
+Deno.test("idle() waits for readahead into the next object while its chunk bounds are still coming", async () => {
+  const dir = await tempDir("cache");
+  const sim = new SimStore();
+  try {
+    const a = await putObject(sim, "a", 4 * 4096, { seed: 1 });
+    const b = await putObject(sim, "b", 4 * 4096, { seed: 2 });
+    // The next object's record starts take a while (an index read from the store).
+    const slowB = {
+      ...b.src,
+      recordStarts: () =>
+        new Promise<number[]>((resolve) => setTimeout(() => resolve(b.starts), 50)),
+    };
+    const cache = await openCache(sim, join(dir.path, "c"));
+    try {
+      for (let at = 0; at < a.src.size; at += 4096) {
+        await cache.read(a.src, at, 4096, { readerId: "r", next: slowB });
+      }
+      await cache.idle();
+      sim.resetCounts();
+      const first = await cache.read(slowB, 0, 4096, { readerId: "r" });
+      assert.deepEqual(first, b.bytes.subarray(0, 4096));
+      assert.equal(
+        sim.requestCount("get"),
+        0,
+        "b's first chunk was already fetched: no GET for it",
+      );
+    } finally {
+      await cache.close();
+    }
+  } finally {
+    await dir.cleanup();
+  }
+});
