@@ -245,9 +245,12 @@ export class ChunkCache implements RangeReader {
   readonly #tablePath: string;
   readonly #geometry = new LRUCache<string, Promise<number[]>>({ max: 4096 });
   readonly #flights = new Map<string, Flight>();
-  readonly #firstFetches = new Set<Promise<unknown>>();
-  /** Readahead across a boundary waiting for the next object's chunk bounds (an index read). */
-  readonly #prefetchStarts = new Set<Promise<void>>();
+  /**
+   * Work `idle()` waits for besides flights and file deletions: first fetches, and readahead
+   * across a boundary waiting for the next object's chunk bounds (an index read). Each promise
+   * settles without rejecting.
+   */
+  readonly #sideWork = new Set<Promise<unknown>>();
   readonly #unlinks = new Map<string, Promise<void>>();
   readonly #landed: LandedChunks;
   readonly #closing = new AbortController();
@@ -475,8 +478,7 @@ export class ChunkCache implements RangeReader {
     for (;;) {
       const pending: Promise<unknown>[] = [
         ...[...this.#flights.values()].map((f) => f.done),
-        ...this.#firstFetches,
-        ...this.#prefetchStarts,
+        ...this.#sideWork,
         ...this.#unlinks.values(),
       ];
       if (pending.length === 0) return;
@@ -649,8 +651,7 @@ export class ChunkCache implements RangeReader {
       own = this.#fetchFirst(chunk.src, first, signal);
       const bytes = own.then((b) => b, () => undefined);
       flight.preview = { ...first, bytes };
-      this.#firstFetches.add(bytes);
-      bytes.finally(() => this.#firstFetches.delete(bytes));
+      this.#trackSideWork(bytes);
     }
     // First byte first: the chunk's fetch waits for the exact-range one to land, so the read's
     // answer does not share the store, the link and the CPU with the chunk behind it (beside it,
@@ -708,8 +709,13 @@ export class ChunkCache implements RangeReader {
         this.#prefetch(this.#chunkRef(src, bounds, k), heat);
       }
     }).catch(() => {});
-    this.#prefetchStarts.add(started);
-    started.finally(() => this.#prefetchStarts.delete(started));
+    this.#trackSideWork(started);
+  }
+
+  /** Has `idle()` wait for `work` (a promise that never rejects) until it settles. */
+  #trackSideWork(work: Promise<unknown>): void {
+    this.#sideWork.add(work);
+    work.finally(() => this.#sideWork.delete(work));
   }
 
   #prefetch(chunk: ChunkRef, heat: ReaderHeat): void {
