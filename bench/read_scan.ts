@@ -29,7 +29,7 @@ import { createReadContext } from "../src/read/context.ts";
 import { readRecords } from "../src/read/read_records.ts";
 import { NO_GOAL, recordResult } from "./_results.ts";
 import { median, MiB, progress, round } from "./_stats.ts";
-import { bunExecutable, readCpu, waitForQuiet } from "./_proc.ts";
+import { bunExecutable, readCpu, readStatus, waitForQuiet } from "./_proc.ts";
 import {
   LOCAL_RETENTION,
   metrics,
@@ -82,6 +82,8 @@ interface AgentWork {
   systemSeconds?: number;
   /** Minor page faults over the scan: mostly first touches of memory new to the process. */
   minorFaults?: number;
+  /** The agent's resident high-water mark at the scan's end, MiB (each scan has a fresh agent). */
+  peakRssMiB?: number;
   storeGets: number;
   /** Full collections the agent's memory guard asked for during the scan. */
   collections: number;
@@ -120,6 +122,7 @@ async function measured<T>(
   const result = await scan();
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = await readCpu(server.pid);
+  const hwm = (await readStatus(server.pid))?.hwm;
   await waitSettled(server);
   const after = await metrics(server);
   const d = (name: string, filter = "") =>
@@ -129,6 +132,7 @@ async function measured<T>(
     seconds,
     agent: {
       ...cpuBetween(cpu0, cpu1),
+      peakRssMiB: hwm === undefined ? undefined : round(hwm / 1024, 1),
       storeGets: d("tierd_store_requests_total", 'op="get"'),
       collections: d("tierd_memory_collections_total"),
       cacheHits: d("tierd_cache_hits_total"),
@@ -676,7 +680,7 @@ async function runConcurrentScans(rounds: number): Promise<void> {
               `client ${run.clientMbps.min}–${run.clientMbps.max} MB/s${
                 kind === "plain"
                   ? `; ${run.storeGets} store GETs, ${run.answers503} 503s, ${run.cpuSeconds} ` +
-                    `CPU s, ${run.collections} collections`
+                    `CPU s, ${run.collections} collections, peak RSS ${run.peakRssMiB} MiB`
                   : ""
               })`,
           );
@@ -853,7 +857,9 @@ async function runSingleScans(rounds: number): Promise<number> {
                   scan.storeGets === undefined ? "" : `, ${scan.storeGets} store GETs`
                 }, ${scan.seconds} s${
                   scan.collections === undefined ? "" : `, ${scan.collections} collections`
-                }${scan.cpuSeconds === undefined ? "" : `, ${scan.cpuSeconds} CPU s`})`,
+                }${scan.cpuSeconds === undefined ? "" : `, ${scan.cpuSeconds} CPU s`}${
+                  scan.peakRssMiB === undefined ? "" : `, peak RSS ${scan.peakRssMiB} MiB`
+                })`,
             );
           }
         }
@@ -1002,7 +1008,10 @@ async function runSingleScans(rounds: number): Promise<number> {
       } for ` +
         `${plainScans.map((s) => round(s.bytes / MiB, 0)).join(", ")} MiB); the kernel's ` +
         `share ${round(systemShare, 2)}; ${faultsPerGiB} minor page faults per GiB (first ` +
-        `touches of memory new to the process; 262,144 would be one per 4 KiB page served). ` +
+        `touches of memory new to the process; 262,144 would be one per 4 KiB page served); ` +
+        `the agent's peak RSS per scan ${
+          plainScans.map((s) => s.peakRssMiB ?? "?").join(", ")
+        } MiB (VmHWM of each scan's fresh agent). ` +
         `This machine writing new 8 MiB files through the page ` +
         `cache (tierd's chunk files go around it, by direct I/O) costs ` +
         `${machineWrite.cpuSecondsPerGiB} CPU s per GiB the first time, ` +
