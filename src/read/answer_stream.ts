@@ -15,6 +15,7 @@ import type { ReadContext } from "./context.ts";
 import { SegmentCorrupt } from "./errors.ts";
 import { deadlineIn } from "./_fetch.ts";
 import { remoteLog, type SegmentLog } from "./segment_log.ts";
+import { identityKey } from "./verified_logs.ts";
 
 /** Bytes of a window the answer is read, validated and sent in (at least, but for the last). */
 export const PIECE_WINDOW = 1024 * 1024;
@@ -157,22 +158,33 @@ export class AnswerStream {
     );
   }
 
-  /** The window's validation failure, or undefined when its records are whole and sound. */
+  /**
+   * The window's validation failure, or undefined when its records are whole and sound. The
+   * structure is always walked; checksums are verified but for bytes of a local file verified
+   * before under the same identity (verified_logs.ts), and remembered once they pass.
+   */
   #check(piece: AnswerPiece, log: SegmentLog, bytes: Uint8Array, from: Cut) {
+    const trusted = piece.verify && log.identity
+      ? identityKey(log.identity, this.#ctx.clock.now())
+      : undefined;
+    const end = from.position + bytes.length;
+    const verify = piece.verify &&
+      !(trusted !== undefined && this.#ctx.verifiedLogs.covers(trusted, from.position, end));
     try {
       const walk = this.#codec.walk(bytes, {
         file: log.name,
         startOffset: piece.entry.start,
         expectedOffset: from.offset,
         filePosition: from.position,
-        verify: piece.verify,
+        verify,
       });
       for (const _ of walk) { /* each record is validated as it is yielded */ }
-      return undefined;
     } catch (err) {
       if (err instanceof FormatError) return err;
       throw err;
     }
+    if (verify && trusted !== undefined) this.#ctx.verifiedLogs.mark(trusted, from.position, end);
+    return undefined;
   }
 }
 

@@ -13,6 +13,7 @@ import { LocalListings } from "./local_listing.ts";
 import type { PartitionBirths } from "./partition_births.ts";
 import { JournalStateReader, type PartitionStateSource } from "./state_source.ts";
 import type { ReadBudget } from "./read_budget.ts";
+import { VerifiedLogs } from "./verified_logs.ts";
 
 /** The read path's dependencies; build one with {@link createReadContext}. */
 export interface ReadContext {
@@ -29,6 +30,8 @@ export interface ReadContext {
   readonly listings: LocalListings;
   /** Detected formats by partition directory identity (a partition never changes format). */
   readonly formats: Map<string, FormatName>;
+  /** Byte ranges of sealed local segments already verified, by file identity. */
+  readonly verifiedLogs: VerifiedLogs;
   readonly metrics?: TierdMetrics;
   readonly logger: Logger;
   /** How long a read waits for the store before answering "retry later". */
@@ -78,6 +81,7 @@ export function createReadContext(o: ReadContextOptions): ReadContext {
     indexes: o.indexes ?? new IndexCache(),
     listings: new LocalListings(o.clock ?? systemClock),
     formats: new Map(),
+    verifiedLogs: new VerifiedLogs(),
     metrics: o.metrics,
     logger: o.logger ?? silentLogger,
     fetchTimeoutMs: o.fetchTimeoutMs ?? o.config.tiered_storage.fetch_timeout,

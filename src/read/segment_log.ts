@@ -4,6 +4,7 @@ import { type FileHandle, open } from "node:fs/promises";
 import { readAt } from "../format/_file.ts";
 import type { ChunkSource } from "../cache/types.ts";
 import type { ReadContext } from "./context.ts";
+import type { FileIdentity } from "./verified_logs.ts";
 import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
 
 /** An open `.log`. */
@@ -14,6 +15,8 @@ export interface SegmentLog {
   readonly name: string;
   /** Bytes readable: the file's size when opened, or the object's recorded size. */
   readonly size: number;
+  /** A local file's identity when it was opened (verified_logs.ts). */
+  readonly identity?: FileIdentity;
   /** Up to `length` bytes at `position`, fewer only at `size`. */
   read(position: number, length: number): Promise<Uint8Array>;
   /**
@@ -37,11 +40,19 @@ export async function openLocalLog(path: string): Promise<SegmentLog | undefined
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
-  const size = (await fh.stat()).size;
+  let identity;
+  try {
+    identity = await fh.stat({ bigint: true });
+  } catch (err) {
+    await fh.close().catch(() => {});
+    throw err;
+  }
+  const size = Number(identity.size);
   return {
     where: "local",
     name: path,
     size,
+    identity,
     read: (position, length) =>
       readAt(fh, position, Math.max(0, Math.min(length, size - position))),
     invalidate: () => Promise.resolve(),
