@@ -10,7 +10,7 @@ import { mkdir, readFile, rm, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { LRUCache } from "lru-cache";
 import { concatBytes } from "../base/bytes.ts";
-import { type Clock, systemClock, untilAborted } from "../base/clock.ts";
+import { type Clock, systemClock, untilAborted, yieldToEventLoop } from "../base/clock.ts";
 import { Deadline, withRetry } from "../../providers/retry.ts";
 import { type ObjectStore, StoreError } from "../../providers/types.ts";
 import type { TieredStorageConfig } from "../config/schema.ts";
@@ -730,14 +730,20 @@ export class ChunkCache implements RangeReader {
     return { chunk, read, tier, heat, bytes: settled, done: settled };
   }
 
-  /** Registers `flight` and runs its fetch — once `after` (a first fetch) settles, if given. */
+  /**
+   * Registers `flight` and runs its fetch — if `after` (a first fetch) is given, once it settled
+   * and the event loop took a turn: the reader it answers then plans, validates and sends its
+   * first bytes before the chunk's GET is signed and sent (run straight from `after`, that GET
+   * went first and put about 0.3 ms before a cold read's first byte).
+   */
   #startFlight(flight: Flight, after?: Promise<unknown>): void {
     this.#flights.set(flight.chunk.name, flight);
     const fetched = Promise.withResolvers<Uint8Array>();
     flight.bytes = fetched.promise;
     flight.bytes.catch(() => {});
     const run = () => this.#runFlight(flight, fetched.resolve);
-    flight.done = (after ? after.then(run, run) : run()).then(fetched.resolve, fetched.reject);
+    const started = after ? after.then(yieldToEventLoop, yieldToEventLoop).then(run) : run();
+    flight.done = started.then(fetched.resolve, fetched.reject);
   }
 
   /**
