@@ -124,7 +124,7 @@ export class AzureStore implements ObjectStore {
   readonly #timeoutMs: number | undefined;
   readonly #deleteConcurrency: number;
   readonly #multipart: StagedMultipart<UploadMarker>;
-  #key: Promise<CryptoKey> | undefined;
+  #key: Uint8Array | undefined;
   #clockOffsetMs = 0;
 
   /**
@@ -485,7 +485,7 @@ export class AzureStore implements ObjectStore {
     ...(this.#tokens?.secrets() ?? []),
   ]);
 
-  #signingKey(): Promise<CryptoKey> {
+  #signingKey(): Uint8Array {
     return this.#key ??= importAccountKey(this.#sharedKey!);
   }
 
@@ -522,7 +522,7 @@ export class AzureStore implements ObjectStore {
         headers["x-ms-date"] = new Date(this.#clock.now() + this.#clockOffsetMs).toUTCString();
         // The transport adds Content-Length (0 for a PUT without a body); it is signed too.
         const length = request.body?.byteLength ?? (request.method === "PUT" ? 0 : undefined);
-        headers["authorization"] = await authorization(this.account, await this.#signingKey(), {
+        headers["authorization"] = authorization(this.account, this.#signingKey(), {
           method: request.method,
           path: request.path,
           query: request.query,

@@ -206,7 +206,7 @@ Deno.test("sigv4: the signing key is derived once per day/region/service and sec
   const cache = new Map<string, SigningKeyEntry>();
   const a = await signingKey(credentials, "20130524", "us-east-1", "s3", cache);
   const b = await signingKey(credentials, "20130524", "us-east-1", "s3", cache);
-  assert.equal(a, b, "a cache hit returns the same CryptoKey");
+  assert.equal(a, b, "a cache hit returns the same key");
   assert.equal(cache.size, 1);
   const c = await signingKey(credentials, "20130525", "us-east-1", "s3", cache);
   assert.notEqual(a, c, "a new day is a new key");
