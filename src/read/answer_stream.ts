@@ -15,7 +15,6 @@ import type { ReadContext } from "./context.ts";
 import { SegmentCorrupt } from "./errors.ts";
 import { deadlineIn } from "./_fetch.ts";
 import { remoteLog, type SegmentLog } from "./segment_log.ts";
-import { identityKey } from "./verified_logs.ts";
 
 /** Bytes of a window the answer is read, validated and sent in (at least, but for the last). */
 export const PIECE_WINDOW = 1024 * 1024;
@@ -164,9 +163,7 @@ export class AnswerStream {
    * before under the same identity (verified_logs.ts), and remembered once they pass.
    */
   #check(piece: AnswerPiece, log: SegmentLog, bytes: Uint8Array, from: Cut) {
-    const trusted = piece.verify && log.identity
-      ? identityKey(log.identity, this.#ctx.clock.now())
-      : undefined;
+    const trusted = piece.verify ? log.trustKey : undefined;
     const end = from.position + bytes.length;
     const verify = piece.verify &&
       !(trusted !== undefined && this.#ctx.verifiedLogs.covers(trusted, from.position, end));

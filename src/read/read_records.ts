@@ -502,7 +502,7 @@ class RecordWalk {
    */
   async #open(e: CatalogSegment, next?: CatalogEntry): Promise<SegmentLog | undefined> {
     if (e.local && !this.#avoidLocal.has(e.start)) {
-      const log = await openLocalLog(e.local.logPath);
+      const log = await openLocalLog(e.local.logPath, this.#ctx.clock.now());
       if (log) return log;
       this.#ctx.logger.debug("local segment vanished during a read", {
         partition: this.#catalog.label,

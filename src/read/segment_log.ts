@@ -4,7 +4,7 @@ import { type FileHandle, open } from "node:fs/promises";
 import { readAt } from "../format/_file.ts";
 import type { ChunkSource } from "../cache/types.ts";
 import type { ReadContext } from "./context.ts";
-import type { FileIdentity } from "./verified_logs.ts";
+import { identityKey } from "./verified_logs.ts";
 import { type ReadDeadline, readFailure, within } from "./_fetch.ts";
 
 /** An open `.log`. */
@@ -15,8 +15,11 @@ export interface SegmentLog {
   readonly name: string;
   /** Bytes readable: the file's size when opened, or the object's recorded size. */
   readonly size: number;
-  /** A local file's identity when it was opened (verified_logs.ts). */
-  readonly identity?: FileIdentity;
+  /**
+   * A local file's identity when it was opened, as a `VerifiedLogs` key; absent when its last
+   * change was too recent to trust (verified_logs.ts), or for a remote object.
+   */
+  readonly trustKey?: string;
   /** Up to `length` bytes at `position`, fewer only at `size`. */
   read(position: number, length: number): Promise<Uint8Array>;
   /**
@@ -30,9 +33,15 @@ export interface SegmentLog {
 /**
  * Opens a local `.log`. Once open, the broker unlinking it does not disturb the read.
  *
+ * @param path the file
+ * @param nowMs the wall-clock time before it is opened: its identity is trusted only if its last
+ *   change was `SETTLE_MS` before this, so a change made while it is read shows as a new identity
  * @returns undefined when the file is gone (broker retention or eviction got there first)
  */
-export async function openLocalLog(path: string): Promise<SegmentLog | undefined> {
+export async function openLocalLog(
+  path: string,
+  nowMs?: number,
+): Promise<SegmentLog | undefined> {
   let fh: FileHandle;
   try {
     fh = await open(path, "r");
@@ -52,7 +61,7 @@ export async function openLocalLog(path: string): Promise<SegmentLog | undefined
     where: "local",
     name: path,
     size,
-    identity,
+    trustKey: nowMs === undefined ? undefined : identityKey(identity, nowMs),
     read: (position, length) =>
       readAt(fh, position, Math.max(0, Math.min(length, size - position))),
     invalidate: () => Promise.resolve(),

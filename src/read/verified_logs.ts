@@ -7,7 +7,8 @@
 // program can set mtime back but never ctime, so bytes changed after they were verified are
 // read under a new identity and verified again before they are served. Timestamps are coarse
 // (a kernel tick; whole seconds or milliseconds through some runtimes' `stat`), so a file is only
-// trusted once its last change is `SETTLE_MS` old: a later change then always shows.
+// trusted when its last change was `SETTLE_MS` before it was opened: any change after the open,
+// even one while it is being read, then carries a later timestamp and so a new identity.
 import type { BigIntStats } from "node:fs";
 
 /** The identity of one version of a file, as `stat` gives it. */
@@ -22,11 +23,11 @@ const MAX_FILES = 4_096;
 const MAX_RANGES = 64;
 
 /**
- * The key of `id` for {@link VerifiedLogs}, or undefined while the file changed less than
+ * The key of `id` for {@link VerifiedLogs}, or undefined when the file changed less than
  * {@link SETTLE_MS} before `nowMs` (its verification is then not remembered).
  *
  * @param id the file's identity, from the open handle's `stat({ bigint: true })`
- * @param nowMs the wall-clock time in ms
+ * @param nowMs the wall-clock time in ms taken before the file was opened
  */
 export function identityKey(id: FileIdentity, nowMs: number): string | undefined {
   const settled = BigInt(Math.floor(nowMs - SETTLE_MS)) * 1_000_000n;
