@@ -163,10 +163,10 @@ export class AnswerStream {
    * before under the same identity (verified_logs.ts), and remembered once they pass.
    */
   #check(piece: AnswerPiece, log: SegmentLog, bytes: Uint8Array, from: Cut) {
-    const trusted = piece.verify ? log.trustKey : undefined;
+    const trustKey = piece.verify ? log.trustKey : undefined;
     const end = from.position + bytes.length;
     const verify = piece.verify &&
-      !(trusted !== undefined && this.#ctx.verifiedLogs.covers(trusted, from.position, end));
+      !(trustKey !== undefined && this.#ctx.verifiedLogs.covers(trustKey, from.position, end));
     try {
       const walk = this.#codec.walk(bytes, {
         file: log.name,
@@ -180,7 +180,7 @@ export class AnswerStream {
       if (err instanceof FormatError) return err;
       throw err;
     }
-    if (verify && trusted !== undefined) this.#ctx.verifiedLogs.mark(trusted, from.position, end);
+    if (verify && trustKey !== undefined) this.#ctx.verifiedLogs.mark(trustKey, from.position, end);
     return undefined;
   }
 }

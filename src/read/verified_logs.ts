@@ -10,6 +10,7 @@
 // trusted when its last change was `SETTLE_MS` before it was opened: any change after the open,
 // even one while it is being read, then carries a later timestamp and so a new identity.
 import type { BigIntStats } from "node:fs";
+import { LRUCache } from "lru-cache";
 
 /** The identity of one version of a file, as `stat` gives it. */
 export type FileIdentity = Pick<BigIntStats, "dev" | "ino" | "size" | "mtimeNs" | "ctimeNs">;
@@ -37,9 +38,8 @@ export function identityKey(id: FileIdentity, nowMs: number): string | undefined
 
 /** Verified byte ranges of local files, by {@link identityKey}; bounded in files and ranges. */
 export class VerifiedLogs {
-  /** Sorted, disjoint, non-adjacent `[start, end)` pairs per file; Map order is recency. */
-  readonly #files = new Map<string, number[]>();
-  readonly #maxFiles: number;
+  /** Sorted, disjoint, non-adjacent `[start, end)` pairs per file, least recently used first out. */
+  readonly #files: LRUCache<string, number[]>;
   readonly #maxRanges: number;
   #trusted = 0;
 
@@ -48,7 +48,7 @@ export class VerifiedLogs {
    * @param maxRanges disjoint ranges kept per file at most
    */
   constructor(maxFiles = MAX_FILES, maxRanges = MAX_RANGES) {
-    this.#maxFiles = Math.max(1, maxFiles);
+    this.#files = new LRUCache({ max: Math.max(1, maxFiles) });
     this.#maxRanges = Math.max(1, maxRanges);
   }
 
@@ -67,7 +67,6 @@ export class VerifiedLogs {
     if (!(to > from)) return true;
     const ranges = this.#files.get(key);
     if (ranges === undefined) return false;
-    this.#touch(key, ranges);
     for (let i = 0; i < ranges.length; i += 2) {
       if (ranges[i] > from) return false;
       if (to <= ranges[i + 1]) {
@@ -98,14 +97,6 @@ export class VerifiedLogs {
     ranges.splice(at, 0, start, end);
     // Past the cap the file keeps only the range just verified: a reader jumping about costs
     // hashing again, never memory.
-    this.#touch(key, ranges.length / 2 > this.#maxRanges ? [start, end] : ranges);
-    while (this.#files.size > this.#maxFiles) {
-      this.#files.delete(this.#files.keys().next().value!);
-    }
-  }
-
-  #touch(key: string, ranges: number[]): void {
-    this.#files.delete(key);
-    this.#files.set(key, ranges);
+    this.#files.set(key, ranges.length / 2 > this.#maxRanges ? [start, end] : ranges);
   }
 }
