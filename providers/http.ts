@@ -32,6 +32,19 @@ export interface BodyWatch {
   done(): void;
 }
 
+/**
+ * On an answer whose body the transport already read whole, off the event loop
+ * (providers/fetch_workers.ts): the bytes, and whether the body ran past its declared length.
+ * `sendHttp` takes them as they are, with the same length checks as a body it reads itself.
+ */
+export const TAKEN_BODY: unique symbol = Symbol("tierd.takenBody");
+
+/** A body read whole by the transport ({@link TAKEN_BODY}). */
+export interface TakenBody {
+  bytes: Uint8Array;
+  overlong: boolean;
+}
+
 /** The {@link BodyWatch} a fetch attached to `response`, if any. */
 export function bodyWatchOf(response: Response): BodyWatch | undefined {
   return (response as Response & { [BODY_WATCH]?: BodyWatch })[BODY_WATCH];
@@ -141,29 +154,30 @@ export async function sendHttp(
 
     const status = response.status;
     const watch = bodyWatchOf(response);
-    if (request.method === "HEAD" || status === 204 || status === 304 || !response.body) {
+    const taken = (response as Response & { [TAKEN_BODY]?: TakenBody })[TAKEN_BODY];
+    if (
+      request.method === "HEAD" || status === 204 || status === 304 ||
+      (!response.body && !taken)
+    ) {
       watch?.done();
       await response.body?.cancel().catch(() => {});
       return { status, headers: response.headers, body: EMPTY };
     }
-    const declared = response.headers.get("content-length");
-    const expected = declared !== null && !response.headers.has("content-encoding")
-      ? Number(declared)
-      : NaN;
+    const expected = declaredLength(response.headers);
     const length = Number.isSafeInteger(expected) ? expected : undefined;
     let bytes: Uint8Array;
     let overlong = false;
     try {
-      ({ bytes, overlong } = watch
+      ({ bytes, overlong } = taken ? taken : watch
         // Under a stall deadline the pieces are counted as they come, each copied once into a
         // buffer of the declared size: in Bun a third less CPU than a deadline wrapper that
         // re-streams them for the runtime to gather (a store fetch is the cold read's main cost).
-        ? await readBody(response.body, length, watch)
+        ? await readBody(response.body!, length, watch)
         : length !== undefined && length <= WHOLE_BODY_MAX
         // Framed by its length, the body is taken whole by the runtime; truncation is still
         // caught below.
         ? whole(new Uint8Array(await response.arrayBuffer()), length)
-        : await readBody(response.body, length));
+        : await readBody(response.body!, length));
     } catch (err) {
       return rethrow(err, `connection lost while reading the ${status} response body`, status);
     } finally {
@@ -186,6 +200,15 @@ export async function sendHttp(
   }
 }
 
+/**
+ * The body length `headers` declare, NaN when they declare none to trust (absent, or the length
+ * of an encoded body).
+ */
+export function declaredLength(headers: Headers): number {
+  const declared = headers.get("content-length");
+  return declared !== null && !headers.has("content-encoding") ? Number(declared) : NaN;
+}
+
 /** A body taken whole, and whether it ran past its declared length (HTTP framing stops that). */
 function whole(bytes: Uint8Array, expected: number): { bytes: Uint8Array; overlong: boolean } {
   return { bytes, overlong: bytes.length > expected };
@@ -206,7 +229,7 @@ const WHOLE_BODY_MAX = 64 * 1024 * 1024;
  * @returns the bytes (fewer than `expected` when the body ended early), and whether it ran over
  * @throws the watch's error when the body went silent
  */
-async function readBody(
+export async function readBody(
   body: ReadableStream<Uint8Array>,
   expected: number | undefined,
   watch?: BodyWatch,

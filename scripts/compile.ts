@@ -21,5 +21,8 @@ function run(cmd: string, args: string[], env: Record<string, string> = {}): voi
 run(process.execPath, ["install", "--entrypoint", "main.ts"], {
   DENO_UNSTABLE_NPM_LAZY_CACHING: "1",
 });
-run("npx", ["-y", "bun@1", "build", "--compile", "--minify", "--outfile", out, "main.ts"]);
+// The store fetch worker (providers/fetch_workers.ts) is an entry point of its own: a worker
+// thread loads it by path, which the bundle of main.ts would not contain.
+const entries = ["main.ts", "providers/fetch_worker.ts"];
+run("npx", ["-y", "bun@1", "build", "--compile", "--minify", "--outfile", out, ...entries]);
 console.error(`compile: built ${out}`);

@@ -2,7 +2,8 @@
 // credentials (store_credentials.ts): what `tierd probe` reports about them and the secrets they
 // hold, for the logger to scrub. Stores that speak HTTP send through a fetch with response
 // deadlines (`fetch_timeout` for the first byte and for each stall of a body), so a store that
-// stops answering frees its callers in time.
+// stops answering frees its callers in time; their chunk-sized GETs go to worker threads
+// (`fetch_workers`, providers/fetch_workers.ts) with the same deadlines.
 import { AzureStore } from "../providers/azure/store.ts";
 import { FsStore } from "../providers/fs/store.ts";
 import { GcsStore } from "../providers/gcs/store.ts";
@@ -13,8 +14,10 @@ import { S3Store } from "../providers/s3/store.ts";
 import { SimStore } from "../providers/sim/store.ts";
 import type { ObjectStore } from "../providers/types.ts";
 import { deadlineFetch } from "../providers/deadline_fetch.ts";
+import { autoFetchWorkers, FetchWorkers } from "../providers/fetch_workers.ts";
 import type { FetchFn } from "../providers/http.ts";
 import type { Config } from "./config/schema.ts";
+import type { Logger } from "./log.ts";
 import {
   azureCredentials,
   type CredentialDeps,
@@ -34,6 +37,8 @@ export interface OpenedStore {
   secrets: () => string[];
   /** Where the region came from (S3), for `tierd probe`. */
   regionFrom?: string;
+  /** The worker threads that send its chunk-sized GETs (`fetch_workers`), for the metrics. */
+  fetchWorkers?: FetchWorkers;
 }
 
 /** Thrown when the configured backend is not available in this build. */
@@ -45,10 +50,32 @@ export class BackendUnavailableError extends Error {
  * Opens the store of `config.tiered_storage.backend` with its credentials.
  * @param deps what credential sources run on (tests), and the metrics observer
  */
-export async function openStore(config: Config, deps: CredentialDeps = {}): Promise<OpenedStore> {
+export async function openStore(
+  config: Config,
+  deps: CredentialDeps & { logger?: Logger } = {},
+): Promise<OpenedStore> {
   const none = () => [];
   const ts = config.tiered_storage;
-  const fetch = storeFetch(ts.fetch_timeout, deps.fetch);
+  const inThread = storeFetch(ts.fetch_timeout, deps.fetch);
+  // Tests that bring their own transport keep it for every request.
+  const threads = ts.fetch_workers === "auto" ? autoFetchWorkers() : ts.fetch_workers;
+  const workers = deps.fetch === undefined && threads > 0 && ts.backend !== "fs" &&
+      ts.backend !== "sim"
+    ? new FetchWorkers({
+      firstByteMs: ts.fetch_timeout,
+      stallMs: ts.fetch_timeout,
+      inThread,
+      workers: threads,
+      onBroken: (why, inThread) =>
+        deps.logger?.error(
+          inThread
+            ? "a store fetch worker thread cannot start; chunk fetches go through the event loop"
+            : "a store fetch worker thread failed; its fetches failed and a new one takes the next",
+          { why },
+        ),
+    })
+    : undefined;
+  const fetch = workers?.fetch ?? inThread;
   switch (ts.backend) {
     case "fs":
       return {
@@ -90,6 +117,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
       return {
         store,
         prefix: s3.prefix,
+        fetchWorkers: workers,
         describe: `s3 ${store.endpoint} bucket '${s3.bucket}'`,
         credentials: () =>
           supplier?.report() ??
@@ -115,6 +143,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
       return {
         store,
         prefix: gcs.prefix,
+        fetchWorkers: workers,
         describe: `gcs ${where} bucket '${gcs.bucket}'`,
         credentials: () =>
           tokens.report?.() ??
@@ -146,6 +175,7 @@ export async function openStore(config: Config, deps: CredentialDeps = {}): Prom
       return {
         store,
         prefix: az.prefix,
+        fetchWorkers: workers,
         describe: `azure ${store.endpoint} container '${az.container}'`,
         credentials: () =>
           auth.kind === "bearer" ? auth.tokens.report?.() ?? { steps: [] } : {

@@ -64,7 +64,7 @@ export async function storeFor(
   ctx: CommandContext,
   deps: CredentialDeps = {},
 ): Promise<OpenedStore> {
-  const opened = await openStore(ctx.config, deps);
+  const opened = await openStore(ctx.config, { logger: ctx.logger, ...deps });
   ctx.addSecrets(opened.secrets);
   return opened;
 }

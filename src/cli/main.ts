@@ -1,6 +1,7 @@
 // The `tierd` command line: finds the subcommand, parses its flags from its spec, and hands off
 // to its module. `--help`/`-h` on any command prints that command's usage and does nothing else.
 // Exit codes: 0 success, 1 the operation failed, 2 bad usage or bad configuration.
+import { stopFetchWorkers } from "../../providers/fetch_workers.ts";
 import { ConfigError } from "../config/error.ts";
 import { StateDirLocked } from "../runtime/state_lock.ts";
 import { scrubProcessSecrets } from "../log.ts";
@@ -102,5 +103,7 @@ export async function main(
       scrubProcessSecrets(`tierd: ${err instanceof Error ? err.message : String(err)}`),
     );
     return 1;
+  } finally {
+    stopFetchWorkers();
   }
 }

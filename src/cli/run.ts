@@ -14,7 +14,7 @@ import { LiveBandwidth } from "../tier/upload_bandwidth.ts";
 import { probeSpace } from "../layout/probe_space.ts";
 import { credentialObserver } from "../metrics/observers.ts";
 import { Registry } from "../metrics/registry.ts";
-import { createTierdMetrics, initTopicSeries } from "../metrics/tierd.ts";
+import { createTierdMetrics, initTopicSeries, watchFetchWorkers } from "../metrics/tierd.ts";
 import { OpClassPacer } from "../../providers/pacer.ts";
 import type { TierObserver } from "../tier/observer.ts";
 import { describeProblem } from "../tier/problem.ts";
@@ -92,6 +92,7 @@ async function runAgentCommand({ values }: ParsedArgs): Promise<number> {
   const opened = await storeFor(ctx, {
     observer: credentialObserver(metrics, registry, systemClock),
   });
+  if (opened.fetchWorkers) watchFetchWorkers(registry, metrics, opened.fetchWorkers);
   // Every upload waits for the node-wide upload_bandwidth (read live: SIGHUP changes it).
   const store = paceUploads(
     instrumentStore(opened.store, metrics),

@@ -493,6 +493,13 @@ export interface TieredStorageConfig {
   segment_upload_timeout: number;
   /** Most store fetches in flight for reads. @default 4 */
   fetch_concurrency: number;
+  /**
+   * Worker threads that send the cache's chunk fetches (ranged GETs of 1 MiB or more) and read
+   * their bodies off the event loop, so that the main thread only plans and serves: `"auto"` is
+   * one fewer than the cores, from 1 to 4; 0 sends them from the event loop. A worker idle for 2 s
+   * stops. @default "auto"
+   */
+  fetch_workers: "auto" | number;
   /** How long a read waits for the store before answering 503 (below 10 s). @default 5 s */
   fetch_timeout: number;
   /** Download rate cap for reads, like `"100 MiB/s"`. @default unlimited */
@@ -984,6 +991,9 @@ const tieredStorageSchema = z.strictObject({
   }).prefault("10 s"),
   segment_upload_timeout: duration(finitePositive).prefault("90 s"),
   fetch_concurrency: int(1, 1024).prefault(4),
+  fetch_workers: z.union([z.literal("auto"), int(0, 64)], {
+    error: 'expected "auto" or a whole number of worker threads from 0 to 64',
+  }).meta({ unit: '`"auto"` \\| integer' }).prefault("auto"),
   fetch_timeout: duration({
     ok: (n) => n > 0 && n < 10_000,
     expected: "above 0 and below 10 s",

@@ -46,6 +46,10 @@ export interface TierdMetrics {
   fetchBytes: Counter<TopicLabels>;
   /** `tierd_fetch_duration_seconds`: time of one read fetch from the store. */
   fetchDuration: Histogram;
+  /** `tierd_fetch_worker_threads`: worker threads sending chunk fetches now. */
+  fetchWorkerThreads: Gauge;
+  /** `tierd_fetch_worker_requests_total`: store GETs a worker thread answered. */
+  fetchWorkerRequests: Counter;
   /** `tierd_cache_hits_total`: chunk cache hits. */
   cacheHits: Counter;
   /** `tierd_cache_misses_total`: chunk cache misses. */
@@ -230,6 +234,14 @@ export function createTierdMetrics(
       "Time of one read fetch from the store.",
       [],
       REQUEST_BUCKETS,
+    ),
+    fetchWorkerThreads: registry.gauge(
+      "tierd_fetch_worker_threads",
+      "Worker threads sending the cache's chunk fetches now.",
+    ),
+    fetchWorkerRequests: registry.counter(
+      "tierd_fetch_worker_requests_total",
+      "Store GETs sent and read by a worker thread.",
     ),
     cacheHits: registry.counter("tierd_cache_hits_total", "Chunk cache hits."),
     cacheMisses: registry.counter("tierd_cache_misses_total", "Chunk cache misses."),
@@ -543,4 +555,21 @@ export function observePartitions(
     m.danglingSegments.inc(topic, p.segments.dangling);
     m.danglingBytes.inc(topic, p.danglingBytes);
   }
+}
+
+/**
+ * Feeds `tierd_fetch_worker_threads` and `tierd_fetch_worker_requests_total` from the store's
+ * fetch workers at every render.
+ */
+export function watchFetchWorkers(
+  registry: Registry,
+  m: TierdMetrics,
+  workers: { threads(): number; readonly offThread: number },
+): void {
+  let counted = 0;
+  registry.onCollect(() => {
+    m.fetchWorkerThreads.set(undefined, workers.threads());
+    m.fetchWorkerRequests.inc(undefined, workers.offThread - counted);
+    counted = workers.offThread;
+  });
 }

@@ -139,6 +139,7 @@ Deno.test("a minimal file gets every default (the RFC's, plus tierd's own)", () 
       upload_loop_backoff_max: 10_000,
       segment_upload_timeout: 90_000,
       fetch_concurrency: 4,
+      fetch_workers: "auto",
       fetch_timeout: 5_000,
       fetch_bandwidth: Infinity,
       upload_bandwidth: Infinity,

@@ -128,10 +128,12 @@ async function thirtyColdReads(
   configText: string,
   env: Record<string, string>,
   original: Original,
+  viaHttp: boolean,
+  bin?: string,
 ): Promise<void> {
   const configPath = join(dir, "tierd.toml");
   await writeFile(configPath, configText);
-  const agent = spawnTierd(["run", "--config", configPath], env);
+  const agent = spawnTierd(["run", "--config", configPath], env, { bin });
   try {
     const url = `http://${/^listen = "([^"]+)"/m.exec(configText)![1]}`;
     for (let i = 0; (await evictedCount(url)) < EVICTED; i++) {
@@ -148,6 +150,12 @@ async function thirtyColdReads(
       `${READS} concurrent 64 MiB cold reads: all 200; ${refused} refused before their 200 ` +
         `(${outcomes.map((a) => a.length - 1).join(" ")} retries)`,
     );
+    // Over HTTP the chunk fetches were sent and read by worker threads (fetch_workers "auto");
+    // the fs store has no HTTP to move.
+    const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    const offThread = Number(/^tierd_fetch_worker_requests_total (\d+)/m.exec(metrics)?.[1]);
+    if (viaHttp) assert.ok(offThread > 0, `no fetch went through a worker thread:\n${metrics}`);
+    else assert.equal(offThread, 0);
   } finally {
     agent.kill("SIGTERM");
     await agent.status;
@@ -162,17 +170,16 @@ Deno.test("30 concurrent 64 MiB cold reads on the fs store: all served within th
     const text = testConfigText({ dir: tmp.path })
       .replace("[agent]\n", `[agent]\nlisten = "127.0.0.1:${freePort()}"\n`)
       .replace("topic = 0\n", `topic = 0\nlocal_retention_size = "1 MiB"\n`);
-    await thirtyColdReads(tmp.path, text, {}, original);
+    await thirtyColdReads(tmp.path, text, {}, original, false);
   } finally {
     await tmp.cleanup();
   }
 });
 
-Deno.test("30 concurrent 64 MiB cold reads on MinIO: all served within three retries", async () => {
-  if (!(await minioAvailable("30 concurrent cold reads against MinIO"))) return;
+/** The thirty reads against MinIO, by `deno run main.ts` or by the compiled binary `bin`. */
+async function onMinio(tmp: { path: string }, bin?: string): Promise<void> {
   const minio = (await startMinioReady())!;
   await initHashes();
-  const tmp = await tempDir("tierd-cold30-minio");
   try {
     const original = await generate(join(tmp.path, "broker"));
     const text = s3ConfigText({
@@ -181,9 +188,36 @@ Deno.test("30 concurrent 64 MiB cold reads on MinIO: all served within three ret
       logLevel: "warn",
       topics: [{ stream: 0, topic: 0, localRetentionSize: "1 MiB" }],
     });
-    await thirtyColdReads(tmp.path, text, s3Env(minio), original);
+    await thirtyColdReads(tmp.path, text, s3Env(minio), original, true, bin);
+  } finally {
+    await minio.stop();
+  }
+}
+
+Deno.test("30 concurrent 64 MiB cold reads on MinIO: all served within three retries", async () => {
+  if (!(await minioAvailable("30 concurrent cold reads against MinIO"))) return;
+  const tmp = await tempDir("tierd-cold30-minio");
+  try {
+    await onMinio(tmp);
   } finally {
     await tmp.cleanup();
-    await minio.stop();
+  }
+});
+
+Deno.test("30 concurrent 64 MiB cold reads on MinIO through the compiled binary (Bun, fetch worker threads): all served within three retries", async () => {
+  if (!(await minioAvailable("30 concurrent cold reads against MinIO"))) return;
+  const tmp = await tempDir("tierd-cold30-bin");
+  try {
+    const bin = join(tmp.path, "tierd");
+    const build = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "scripts/compile.ts", bin],
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(build.code, 0, new TextDecoder().decode(build.stderr));
+    await onMinio(tmp, bin);
+  } finally {
+    await tmp.cleanup();
   }
 });
