@@ -4,7 +4,13 @@
 import { AzureStore } from "../../providers/azure/store.ts";
 import { findAzurite, startAzurite } from "../fixtures/azurite.ts";
 import { accountSas } from "../providers/azure/_sas.ts";
-import { type ContractCase, contractSuite } from "./suite.ts";
+import {
+  type ContractCase,
+  contractSuite,
+  everyRangeOffThread,
+  offThreadClose,
+  RANGED_GET_CASES,
+} from "./suite.ts";
 import { announceSkip } from "../fixtures/_server.ts";
 
 /**
@@ -41,6 +47,19 @@ if ("reason" in found) {
     });
     return { store, close: azurite.stop };
   }, { exceptions, checksum: "md5" });
+
+  contractSuite("azure on Azurite, ranged GETs on fetch worker threads", async () => {
+    const azurite = (await startAzurite())!;
+    const workers = everyRangeOffThread();
+    const store = new AzureStore({
+      account: azurite.account,
+      container: azurite.container,
+      endpoint: azurite.endpoint,
+      sharedKey: azurite.key,
+      fetch: workers.fetch,
+    });
+    return { store, close: offThreadClose(workers, azurite.stop) };
+  }, { exceptions, checksum: "md5", only: RANGED_GET_CASES });
 
   contractSuite("azure on Azurite, account SAS", async () => {
     const azurite = (await startAzurite())!;

@@ -3,7 +3,7 @@
 import { NoTokenSource } from "../../providers/gcs/credentials.ts";
 import { GcsStore } from "../../providers/gcs/store.ts";
 import { findFakeGcs, startFakeGcs } from "../fixtures/fake_gcs.ts";
-import { contractSuite } from "./suite.ts";
+import { contractSuite, everyRangeOffThread, offThreadClose, RANGED_GET_CASES } from "./suite.ts";
 import { announceSkip } from "../fixtures/_server.ts";
 
 const found = await findFakeGcs();
@@ -31,4 +31,17 @@ if ("reason" in found) {
     });
     return { store, close: server.stop };
   }, { checksum: "crc32c" });
+
+  contractSuite("gcs on fake-gcs-server, ranged GETs on fetch worker threads", async () => {
+    const server = (await startFakeGcs())!;
+    const workers = everyRangeOffThread();
+    const store = new GcsStore({
+      bucket: server.bucket,
+      endpoint: server.endpoint,
+      tokens: new NoTokenSource(),
+      conditionalCompose: "head",
+      fetch: workers.fetch,
+    });
+    return { store, close: offThreadClose(workers, server.stop) };
+  }, { checksum: "crc32c", only: RANGED_GET_CASES });
 }

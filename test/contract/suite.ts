@@ -2,6 +2,7 @@
 // Azurite and fake-gcs-server wherever they start. Each case works under its own key prefix of a
 // random run id, so the suite can run against a shared bucket, and removes what it wrote.
 // A backend that cannot pass a case names it in `exceptions` with the reason, printed loudly.
+import { FetchWorkers } from "../../providers/fetch_workers.ts";
 import assert from "node:assert/strict";
 import {
   type ChecksumAlgorithm,
@@ -474,6 +475,37 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
   },
 };
 
+/** The cases that make ranged GETs: what a store sending them on fetch worker threads runs. */
+export const RANGED_GET_CASES: readonly ContractCase[] = [
+  "ranged-get",
+  "missing-key",
+  "multipart-complete",
+];
+
+/** Fetch worker threads that take every ranged GET (not only chunk-sized ones), for a variant. */
+export function everyRangeOffThread(): FetchWorkers {
+  return new FetchWorkers({
+    firstByteMs: 10_000,
+    stallMs: 10_000,
+    inThread: (input, init) => fetch(input, init),
+    workers: 1,
+    minBytes: 1,
+  });
+}
+
+/**
+ * Closes `workers` and then the server (`stop`), failing when no GET went through a worker: the
+ * variant would have tested the in-thread path again.
+ */
+export function offThreadClose(workers: FetchWorkers, stop: () => Promise<void>) {
+  return async (): Promise<void> => {
+    const answered = workers.offThread;
+    workers.close();
+    await stop();
+    assert.ok(answered > 0, "no ranged GET went through a fetch worker thread");
+  };
+}
+
 /**
  * Registers one `Deno.test` named `contract: ${name}` with a step per case, against one store.
  * @param name the backend, as the test name shows it
@@ -482,6 +514,7 @@ const CASES: Record<ContractCase, (ctx: CaseContext) => Promise<void>> = {
  * @param options.checksum the checksum HEAD must show on every object (`head-checksums`); a
  *   backend without one skips that case, loudly
  * @param options.versions what the backend's versions follow (`put-if-match`) @default "per-put"
+ * @param options.only run these cases alone (a variant of a backend already run in full)
  * @example
  * contractSuite("fs", async () => {
  *   const dir = await tempDir();
@@ -495,6 +528,7 @@ export function contractSuite(
     exceptions?: Partial<Record<ContractCase, string>>;
     checksum?: ChecksumAlgorithm;
     versions?: VersionScheme;
+    only?: readonly ContractCase[];
   } = {},
 ): void {
   Deno.test(`contract: ${name}`, async (t) => {
@@ -506,6 +540,7 @@ export function contractSuite(
           [ContractCase, typeof CASES[ContractCase]]
         >
       ) {
+        if (options.only && !options.only.includes(label)) continue;
         const reason = options.exceptions?.[label] ??
           (label === "head-checksums" && !options.checksum
             ? "the backend keeps no checksum with its objects"
