@@ -2,6 +2,7 @@
 // event loop's transport keeps (the first byte within `firstByteMs`, no silence of the body longer
 // than `stallMs`: deadline_fetch.ts), reads the body whole as sendHttp would, and hands the bytes
 // back by transfer, so the main thread never touches a piece of it.
+import { createXXHash3, type IHasher } from "hash-wasm";
 import { deadlineFetch } from "./deadline_fetch.ts";
 import { bodyWatchOf, declaredLength, readBody, WATCHES_BODY } from "./http.ts";
 import type { WorkerAnswer, WorkerAsk } from "./fetch_workers.ts";
@@ -50,6 +51,9 @@ async function get(ask: Extract<WorkerAsk, { type: "get" }>): Promise<void> {
     }
     const headers: [string, string][] = [];
     response.headers.forEach((value, name) => headers.push([name, value]));
+    const blockSums = ask.blockSize ? await sumsOf(bytes, ask.blockSize) : undefined;
+    const transfer: Transferable[] = [bytes.buffer as ArrayBuffer];
+    if (blockSums) transfer.push(blockSums.buffer as ArrayBuffer);
     scope.postMessage({
       type: "done",
       id: ask.id,
@@ -60,7 +64,9 @@ async function get(ask: Extract<WorkerAsk, { type: "get" }>): Promise<void> {
       offset: bytes.byteOffset,
       length: bytes.byteLength,
       overlong,
-    }, [bytes.buffer as ArrayBuffer]);
+      blockSums,
+      blockSize: ask.blockSize,
+    }, transfer);
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     scope.postMessage({
@@ -73,4 +79,27 @@ async function get(ask: Extract<WorkerAsk, { type: "get" }>): Promise<void> {
   } finally {
     inFlight.delete(ask.id);
   }
+}
+
+/** Bun's native XXH3-64 (seed 0), as src/hash.ts uses it. */
+type NativeXxh3 = (bytes: Uint8Array) => bigint;
+const nativeXxh3: NativeXxh3 | undefined =
+  (globalThis as { Bun?: { hash?: { xxHash3?: NativeXxh3 } } }).Bun?.hash?.xxHash3;
+let wasmXxh3: Promise<IHasher> | undefined;
+
+/** XXH3-64 (seed 0) of each `blockSize` block of `bytes`: the chunk format's block checksums. */
+async function sumsOf(bytes: Uint8Array, blockSize: number): Promise<BigUint64Array> {
+  const sums = new BigUint64Array(Math.ceil(bytes.length / blockSize));
+  const h = nativeXxh3 ? undefined : await (wasmXxh3 ??= createXXHash3());
+  for (let b = 0; b < sums.length; b++) {
+    const block = bytes.subarray(b * blockSize, Math.min(bytes.length, (b + 1) * blockSize));
+    if (nativeXxh3) sums[b] = nativeXxh3(block);
+    else {
+      h!.init();
+      h!.update(block);
+      const digest = h!.digest("binary");
+      sums[b] = new DataView(digest.buffer, digest.byteOffset, 8).getBigUint64(0);
+    }
+  }
+  return sums;
 }

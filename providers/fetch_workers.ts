@@ -20,6 +20,8 @@ export type WorkerAsk =
     headers: Record<string, string>;
     firstByteMs: number;
     stallMs: number;
+    /** Take the XXH3-64 of each block of this many bytes of the body. */
+    blockSize?: number;
   }
   | { type: "abort"; id: number };
 
@@ -36,6 +38,9 @@ export type WorkerAnswer =
     offset: number;
     length: number;
     overlong: boolean;
+    /** XXH3-64 (seed 0) of each `blockSize` block of the body, when asked (transferred). */
+    blockSums?: BigUint64Array;
+    blockSize?: number;
   }
   | { type: "failed"; id: number; name: string; message: string; cause?: string };
 
@@ -53,6 +58,11 @@ export interface FetchWorkersOptions {
   workers?: number;
   /** @default OFF_THREAD_MIN_BYTES */
   minBytes?: number;
+  /**
+   * The worker also takes the XXH3-64 of each block of this many bytes of a body it reads, for
+   * {@link bodyBlockSums} (the chunk cache's block checksums, off the event loop).
+   */
+  blockSize?: number;
   /** A worker with no request for this long stops. @default 2000 */
   idleMs?: number;
   clock?: Clock;
@@ -63,6 +73,19 @@ export interface FetchWorkersOptions {
    * cannot start in this build), so every request goes in-thread from then on.
    */
   onBroken?: (why: string, inThread: boolean) => void;
+}
+
+/** The block sums a worker took of each body it handed back, by the bytes' own array. */
+const blockSumsOf = new WeakMap<Uint8Array, { blockSize: number; sums: BigUint64Array }>();
+
+/**
+ * The XXH3-64 of each `blockSize` block of `bytes`, when a worker took them as it read the body
+ * these bytes are (the same array, not a copy or a view of it); undefined otherwise.
+ */
+export function bodyBlockSums(bytes: Uint8Array, blockSize: number): BigUint64Array | undefined {
+  const known = blockSumsOf.get(bytes);
+  if (!known || known.blockSize !== blockSize) return undefined;
+  return known.sums.length === Math.ceil(bytes.length / blockSize) ? known.sums : undefined;
 }
 
 /** Worker threads for `fetch_workers = "auto"`: one fewer than the cores, from 1 to 4. */
@@ -205,6 +228,7 @@ export class FetchWorkers {
           headers,
           firstByteMs: this.#options.firstByteMs,
           stallMs: this.#options.stallMs,
+          blockSize: this.#options.blockSize,
         } satisfies WorkerAsk,
       );
     });
@@ -306,6 +330,9 @@ function toResponse(answer: Extract<WorkerAnswer, { type: "done" }>): Response {
     bytes: new Uint8Array(answer.body, answer.offset, answer.length),
     overlong: answer.overlong,
   };
+  if (answer.blockSums && answer.blockSize) {
+    blockSumsOf.set(taken.bytes, { blockSize: answer.blockSize, sums: answer.blockSums });
+  }
   Object.defineProperty(response, TAKEN_BODY, { value: taken });
   return response;
 }

@@ -16,6 +16,7 @@ import type { ObjectStore } from "../providers/types.ts";
 import { deadlineFetch } from "../providers/deadline_fetch.ts";
 import { autoFetchWorkers, FetchWorkers } from "../providers/fetch_workers.ts";
 import type { FetchFn } from "../providers/http.ts";
+import { CHUNK_BLOCK_SIZE } from "./cache/chunk_format.ts";
 import type { Config } from "./config/schema.ts";
 import type { Logger } from "./log.ts";
 import {
@@ -66,6 +67,7 @@ export async function openStore(
       stallMs: ts.fetch_timeout,
       inThread,
       workers: threads,
+      blockSize: CHUNK_BLOCK_SIZE,
       onBroken: (why, inThread) =>
         deps.logger?.error(
           inThread

@@ -156,6 +156,9 @@ async function thirtyColdReads(
     const offThread = Number(/^tierd_fetch_worker_requests_total (\d+)/m.exec(metrics)?.[1]);
     if (viaHttp) assert.ok(offThread > 0, `no fetch went through a worker thread:\n${metrics}`);
     else assert.equal(offThread, 0);
+    // Chunk files written with the worker's block checksums read back clean.
+    const corrupt = /^tierd_cache_evictions_total\{reason="corrupt"\} (\d+)/m.exec(metrics)?.[1];
+    assert.equal(corrupt, "0", "no chunk file failed its block checksums");
   } finally {
     agent.kill("SIGTERM");
     await agent.status;

@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
+import { CHUNK_BLOCK_SIZE, encodeChunkHeader } from "../../src/cache/chunk_format.ts";
+import { initHashes, xxh3_64 } from "../../src/hash.ts";
 import {
+  bodyBlockSums,
   FetchWorkers,
   type FetchWorkersOptions,
   OFF_THREAD_MIN_BYTES,
@@ -105,15 +108,17 @@ function transportError(pattern: RegExp) {
   };
 }
 
-Deno.test("fetch workers: a chunk-sized ranged GET is answered by a worker, byte for byte", async () => {
+Deno.test("fetch workers: a chunk-sized ranged GET is answered by a worker, byte for byte, with its block checksums", async () => {
   const store = await objectServer();
   let inThread = 0;
   const base = storeFetch(5000);
+  await initHashes();
   const workers = new FetchWorkers({
     firstByteMs: 5000,
     stallMs: 5000,
     inThread: (input, init) => (inThread++, base(input, init)),
     workers: 2,
+    blockSize: CHUNK_BLOCK_SIZE,
   });
   try {
     await fc.assert(
@@ -132,6 +137,28 @@ Deno.test("fetch workers: a chunk-sized ranged GET is answered by a worker, byte
           );
           const offThread = length >= OFF_THREAD_MIN_BYTES;
           assert.equal(workers.offThread - before, offThread ? 1 : 0, `${length} bytes`);
+          // The worker took the chunk format's block checksums of what it read, exactly those.
+          const sums = bodyBlockSums(got.body, CHUNK_BLOCK_SIZE);
+          assert.equal(sums !== undefined, offThread);
+          if (sums) {
+            const want = Array.from(
+              { length: Math.ceil(length / CHUNK_BLOCK_SIZE) },
+              (_, b) =>
+                xxh3_64(got.body.subarray(b * CHUNK_BLOCK_SIZE, (b + 1) * CHUNK_BLOCK_SIZE)),
+            );
+            assert.deepEqual([...sums], want);
+            assert.deepEqual(
+              encodeChunkHeader("0123456789abcdef", { start, end: start + length }, got.body),
+              encodeChunkHeader(
+                "0123456789abcdef",
+                { start, end: start + length },
+                got.body.slice(),
+              ),
+              "a chunk header from the worker's sums is the one the event loop would make",
+            );
+            assert.equal(bodyBlockSums(got.body.subarray(1), CHUNK_BLOCK_SIZE), undefined);
+            assert.equal(bodyBlockSums(got.body, CHUNK_BLOCK_SIZE * 2), undefined);
+          }
         },
       ),
       { numRuns: 40 },
@@ -306,19 +333,26 @@ Deno.test("fetch workers under Bun: a request in flight keeps the process alive,
       script,
       `
 import http from "node:http";
-import { FetchWorkers } from "${REPO_ROOT}providers/fetch_workers.ts";
+import { bodyBlockSums, FetchWorkers } from "${REPO_ROOT}providers/fetch_workers.ts";
 import { storeFetch } from "${REPO_ROOT}src/store.ts";
-const body = new Uint8Array(2 * 1024 * 1024).fill(7);
+import { xxh3_64 } from "${REPO_ROOT}src/hash.ts";
+import { sendHttp } from "${REPO_ROOT}providers/http.ts";
+const body = new Uint8Array(2 * 1024 * 1024).map((_, i) => (i * 7 + (i >> 9)) & 255);
 const server = http.createServer((req, res) => {
   // The answer comes late: only the request in flight keeps the process running meanwhile.
   setTimeout(() => { res.writeHead(206, { "content-length": String(body.length) }); res.end(body); server.close(); }, 300);
 });
 server.listen(0, "127.0.0.1", () => {
   server.unref();
-  const workers = new FetchWorkers({ firstByteMs: 5000, stallMs: 5000, inThread: storeFetch(5000), workers: 1, idleMs: 60000 });
+  const workers = new FetchWorkers({ firstByteMs: 5000, stallMs: 5000, inThread: storeFetch(5000), workers: 1, idleMs: 60000, blockSize: 65536 });
   const port = server.address().port;
-  workers.fetch("http://127.0.0.1:" + port + "/o", { method: "GET", headers: { range: "bytes=0-2097151" } })
-    .then((r) => console.log("answered", workers.offThread, r.status));
+  const request = { method: "GET", url: "http://127.0.0.1:" + port + "/o", headers: { range: "bytes=0-2097151" } };
+  sendHttp(workers.fetch, request, { op: "get", key: "o" }).then((r) => {
+    // Bun's native XXH3-64 in the worker, as on the event loop (src/hash.ts).
+    const sums = bodyBlockSums(r.body, 65536);
+    const same = sums.length === 32 && [...sums].every((v, b) => v === xxh3_64(body.subarray(b * 65536, (b + 1) * 65536)));
+    console.log("answered", workers.offThread, r.status, same ? "sums ok" : "sums differ");
+  });
 });
 `,
     );
@@ -332,7 +366,7 @@ server.listen(0, "127.0.0.1", () => {
     const out = new TextDecoder().decode(run.stdout);
     assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
     assert.ok(performance.now() - started < 25_000, "the process ended by itself");
-    assert.match(out, /answered 1 206/);
+    assert.match(out, /answered 1 206 sums ok/);
   } finally {
     await dir.cleanup();
   }
