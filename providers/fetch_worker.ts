@@ -3,6 +3,7 @@
 // than `stallMs`: deadline_fetch.ts), reads the body whole as sendHttp would, and hands the bytes
 // back by transfer, so the main thread never touches a piece of it.
 import { createXXHash3, type IHasher } from "hash-wasm";
+import { nativeXxh3, wasmXxh3_64 } from "../src/base/xxh3.ts";
 import { deadlineFetch } from "./deadline_fetch.ts";
 import { bodyWatchOf, declaredLength, readBody, WATCHES_BODY } from "./http.ts";
 import type { WorkerAnswer, WorkerAsk } from "./fetch_workers.ts";
@@ -65,7 +66,6 @@ async function get(ask: Extract<WorkerAsk, { type: "get" }>): Promise<void> {
       length: bytes.byteLength,
       overlong,
       blockSums,
-      blockSize: ask.blockSize,
     }, transfer);
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
@@ -81,10 +81,6 @@ async function get(ask: Extract<WorkerAsk, { type: "get" }>): Promise<void> {
   }
 }
 
-/** Bun's native XXH3-64 (seed 0), as src/hash.ts uses it. */
-type NativeXxh3 = (bytes: Uint8Array) => bigint;
-const nativeXxh3: NativeXxh3 | undefined =
-  (globalThis as { Bun?: { hash?: { xxHash3?: NativeXxh3 } } }).Bun?.hash?.xxHash3;
 let wasmXxh3: Promise<IHasher> | undefined;
 
 /** XXH3-64 (seed 0) of each `blockSize` block of `bytes`: the chunk format's block checksums. */
@@ -93,13 +89,7 @@ async function sumsOf(bytes: Uint8Array, blockSize: number): Promise<BigUint64Ar
   const h = nativeXxh3 ? undefined : await (wasmXxh3 ??= createXXHash3());
   for (let b = 0; b < sums.length; b++) {
     const block = bytes.subarray(b * blockSize, Math.min(bytes.length, (b + 1) * blockSize));
-    if (nativeXxh3) sums[b] = nativeXxh3(block);
-    else {
-      h!.init();
-      h!.update(block);
-      const digest = h!.digest("binary");
-      sums[b] = new DataView(digest.buffer, digest.byteOffset, 8).getBigUint64(0);
-    }
+    sums[b] = nativeXxh3 ? nativeXxh3(block) : wasmXxh3_64(h!, [block]);
   }
   return sums;
 }

@@ -3,9 +3,9 @@
 // them into chunks was two fifths of a cold scan's main thread (2.5 CPU s per GiB before, 1.5
 // after, on 2 cores); here a worker does it on another core, with the same deadlines
 // (deadline_fetch.ts) and the same checks of the body against its declared length (sendHttp,
-// through `TAKEN_BODY`). Every other request —
-// small GETs such as a cold read's first exact-range fetch, which would only pay the hop, and
-// anything with a body — goes through the in-thread transport as before.
+// through `TAKEN_BODY`). Every other request — small GETs such as a cold read's first exact-range
+// fetch, which would only pay the hop, and anything with a body — goes through the in-thread
+// transport as before.
 import { availableParallelism } from "node:os";
 import { type Clock, systemClock } from "../src/base/clock.ts";
 import { ResponseDeadlineError } from "./deadline_fetch.ts";
@@ -40,7 +40,6 @@ export type WorkerAnswer =
     overlong: boolean;
     /** XXH3-64 (seed 0) of each `blockSize` block of the body, when asked (transferred). */
     blockSums?: BigUint64Array;
-    blockSize?: number;
   }
   | { type: "failed"; id: number; name: string; message: string; cause?: string };
 
@@ -208,7 +207,7 @@ export class FetchWorkers {
         resolve: (answer) => {
           settle();
           this.offThread++;
-          resolve(toResponse(answer));
+          resolve(toResponse(answer, this.#options.blockSize));
         },
         reject: (err) => {
           settle();
@@ -320,7 +319,11 @@ export function offThreadHeaders(
   return { ...record };
 }
 
-function toResponse(answer: Extract<WorkerAnswer, { type: "done" }>): Response {
+/** The worker's answer as a response whose body is taken, with the block sums it took of it. */
+function toResponse(
+  answer: Extract<WorkerAnswer, { type: "done" }>,
+  blockSize: number | undefined,
+): Response {
   const response = new Response(null, {
     status: answer.status,
     statusText: answer.statusText,
@@ -330,8 +333,8 @@ function toResponse(answer: Extract<WorkerAnswer, { type: "done" }>): Response {
     bytes: new Uint8Array(answer.body, answer.offset, answer.length),
     overlong: answer.overlong,
   };
-  if (answer.blockSums && answer.blockSize) {
-    blockSumsOf.set(taken.bytes, { blockSize: answer.blockSize, sums: answer.blockSums });
+  if (answer.blockSums && blockSize) {
+    blockSumsOf.set(taken.bytes, { blockSize, sums: answer.blockSums });
   }
   Object.defineProperty(response, TAKEN_BODY, { value: taken });
   return response;

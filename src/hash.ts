@@ -2,6 +2,7 @@
 // journal and marker checksums (XXH3-64) and whole-object checksums (XXH3-128).
 import { createXXHash128, createXXHash3, type IHasher } from "hash-wasm";
 import { concatBytes } from "./base/bytes.ts";
+import { nativeXxh3, wasmXxh3_64 } from "./base/xxh3.ts";
 import { HasherPool } from "../providers/hasher_pool.ts";
 
 let h64: IHasher | undefined;
@@ -18,23 +19,10 @@ function ready(): [IHasher, IHasher] {
   return [h64, h128];
 }
 
-/** Bun's native XXH3-64 (seed 0 by default), about three times the WebAssembly one's speed. */
-type NativeXxh3 = (bytes: Uint8Array) => bigint;
-const nativeXxh3: NativeXxh3 | undefined =
-  (globalThis as { Bun?: { hash?: { xxHash3?: NativeXxh3 } } }).Bun?.hash?.xxHash3;
-
 /** XXH3-64 (seed 0) of the concatenation of `parts`, as an unsigned bigint. */
 export function xxh3_64(...parts: Uint8Array[]): bigint {
   if (nativeXxh3) return nativeXxh3(parts.length === 1 ? parts[0] : concatBytes(parts));
-  const [h] = ready();
-  h.init();
-  for (const p of parts) h.update(p);
-  return bigEndian64(h.digest("binary"));
-}
-
-/** The first 8 bytes of a digest (canonical, big-endian form) as an unsigned bigint. */
-function bigEndian64(digest: Uint8Array): bigint {
-  return new DataView(digest.buffer, digest.byteOffset, 8).getBigUint64(0);
+  return wasmXxh3_64(ready()[0], parts);
 }
 
 /** XXH3-128 (seed 0) of `bytes`, as an unsigned bigint. */

@@ -68,9 +68,9 @@ export async function openStore(
       inThread,
       workers: threads,
       blockSize: CHUNK_BLOCK_SIZE,
-      onBroken: (why, inThread) =>
+      onBroken: (why, forGood) =>
         deps.logger?.error(
-          inThread
+          forGood
             ? "a store fetch worker thread cannot start; chunk fetches go through the event loop"
             : "a store fetch worker thread failed; its fetches failed and a new one takes the next",
           { why },
