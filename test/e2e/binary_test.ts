@@ -13,8 +13,7 @@ import { fromUserMetadata } from "../../src/layout/object_metadata.ts";
 import { testConfigText } from "../_config.ts";
 import { tempDir } from "../_util.ts";
 import { freePort } from "../fixtures/_server.ts";
-
-const root = new URL("../../", import.meta.url).pathname;
+import { buildTierdBinary } from "../fixtures/_agent.ts";
 
 function run(bin: string, args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(bin, args, { encoding: "utf8", env: { ...process.env, ...env } });
@@ -26,8 +25,7 @@ Deno.test("the compiled binary generates, validates and copies segments", async 
   const tmp = await tempDir("tierd-bin");
   try {
     const bin = join(tmp.path, "tierd");
-    const build = run(Deno.execPath(), ["run", "-A", join(root, "scripts/compile.ts"), bin]);
-    assert.equal(build.code, 0, `compile failed:\n${build.stderr}`);
+    buildTierdBinary(bin);
 
     // Help in the binary: every command's usage, nothing done.
     for (const args of [["--help"], ["run", "--help"], ["run", "--once", "-h"], ["ls", "-h"]]) {

@@ -10,6 +10,7 @@ import { codecFor } from "../../src/format/codecs.ts";
 import { generatePartition } from "../../src/format/generate.ts";
 import { initHashes } from "../../src/hash.ts";
 import {
+  buildTierdBinary,
   freePort,
   minioAvailable,
   s3ConfigText,
@@ -212,13 +213,7 @@ Deno.test("30 concurrent 64 MiB cold reads on MinIO through the compiled binary 
   const tmp = await tempDir("tierd-cold30-bin");
   try {
     const bin = join(tmp.path, "tierd");
-    const build = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "scripts/compile.ts", bin],
-      cwd: new URL("../../", import.meta.url).pathname,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assert.equal(build.code, 0, new TextDecoder().decode(build.stderr));
+    buildTierdBinary(bin);
     await onMinio(tmp, bin);
   } finally {
     await tmp.cleanup();

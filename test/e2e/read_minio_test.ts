@@ -2,12 +2,18 @@
 // read of an evicted segment, the same read warm (served from the chunk cache: no new GET),
 // and a read spanning the remote/local boundary — each byte-compared with the original files.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import type { EventEmitter } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generatePartition } from "../../src/format/generate.ts";
-import { minioAvailable, ROOT, s3ConfigText, s3Env, startMinioReady } from "../fixtures/_agent.ts";
+import {
+  buildTierdBinary,
+  minioAvailable,
+  s3ConfigText,
+  s3Env,
+  startMinioReady,
+} from "../fixtures/_agent.ts";
 import { BUN_DIRECT_IO, runBunScript, tempDir } from "../_util.ts";
 
 async function metric(base: string, name: string): Promise<number> {
@@ -23,10 +29,7 @@ Deno.test("cold, warm and boundary-spanning reads through the binary against Min
   const tmp = await tempDir("tierd-read-e2e");
   try {
     const bin = join(tmp.path, "tierd");
-    const build = spawnSync(Deno.execPath(), ["run", "-A", join(ROOT, "scripts/compile.ts"), bin], {
-      encoding: "utf8",
-    });
-    assert.equal(build.status, 0, build.stderr);
+    buildTierdBinary(bin);
 
     const segments = await generatePartition({
       format: "iggy-0.9",
