@@ -164,6 +164,11 @@ export class FetchWorkers {
   /** Requests a worker thread answered so far. */
   offThread = 0;
 
+  /** Worker threads at most. */
+  get size(): number {
+    return this.#size;
+  }
+
   /** Worker threads running now. */
   threads(): number {
     return this.#slots.length;
