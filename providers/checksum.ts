@@ -129,7 +129,11 @@ export function crc32(bytes: Uint8Array, running = 0): number {
   return nativeCrc32 ? nativeCrc32(bytes, running) >>> 0 : portableCrc32(bytes, running);
 }
 
-function crc32Checksum(crc: number): Checksum {
+/**
+ * A CRC-32 taken as a number (by {@link crc32}) as a {@link Checksum}: its four bytes, big-endian,
+ * in base64, as S3 spells `x-amz-checksum-crc32`.
+ */
+export function crc32Checksum(crc: number): Checksum {
   const digest = Buffer.alloc(4);
   digest.writeUInt32BE(crc >>> 0);
   return { algorithm: "crc32", value: digest.toString("base64") };
@@ -154,6 +158,18 @@ function crc32Stream(): ChecksumHasher {
 
 /** One instance per algorithm for whole buffers: used synchronously, so calls never interleave. */
 const shared = new Map<WasmAlgorithm, Promise<IHasher>>();
+
+/**
+ * The checksum of `body` by `algorithm`: one of `given` (checksums of the same bytes a caller
+ * already took, trusted to be of them) when it has that algorithm, else computed.
+ */
+export async function bodyChecksum(
+  algorithm: ChecksumAlgorithm,
+  body: Uint8Array,
+  given: readonly Checksum[] | undefined,
+): Promise<Checksum> {
+  return given?.find((c) => c.algorithm === algorithm) ?? await checksumOf(algorithm, body);
+}
 
 /** The checksum of `bytes` (one buffer, e.g. a request body). */
 export async function checksumOf(

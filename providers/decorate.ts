@@ -105,7 +105,7 @@ export function decorateStore(inner: ObjectStore, around: AroundCall): ObjectSto
         key,
         signal: o?.signal,
         bytes: body.length,
-        run: (signal) => inner.putPart(key, uploadId, partNumber, body, { signal }),
+        run: (signal) => inner.putPart(key, uploadId, partNumber, body, { ...o, signal }),
       }),
     completeMultipart: (key, uploadId, parts, o) =>
       around({

@@ -81,6 +81,8 @@ export class BufferedMultipartWriter {
   readonly #inFlight = new Set<Promise<void>>();
   readonly #parts: CompletedPart[] = [];
   #buffer: Uint8Array | undefined;
+  /** Checksums of the buffered part, as `writePart` was given them. */
+  #bufferChecksums: readonly Checksum[] | undefined;
   #filled = 0;
   #uploadId: Promise<string> | undefined;
   #nextPart = 1;
@@ -160,10 +162,12 @@ export class BufferedMultipartWriter {
   /**
    * Hands over `part` as the next part without copying; the writer owns it from now on.
    * Every part but the last must be exactly `partSize`; don't mix with `write()`.
+   * @param checksums checksums of `part` already taken, sent with it in place of hashing it
+   *   again (`PartOptions.checksums`)
    * @throws {RangeError} when bytes from `write()` or a short part are pending, or the part
    *   is empty or larger than `partSize`
    */
-  async writePart(part: Uint8Array): Promise<void> {
+  async writePart(part: Uint8Array, checksums?: readonly Checksum[]): Promise<void> {
     await this.#throwIfUnusable();
     if (part.byteLength === 0 || part.byteLength > this.#partSize) {
       throw new RangeError(`a part holds 1..${this.#partSize} bytes, got ${part.byteLength}`);
@@ -174,6 +178,7 @@ export class BufferedMultipartWriter {
     }
     this.#written += part.byteLength;
     this.#buffer = part;
+    this.#bufferChecksums = checksums;
     this.#filled = part.byteLength;
   }
 
@@ -188,9 +193,10 @@ export class BufferedMultipartWriter {
 
   async #sendFull(): Promise<void> {
     const full = this.#buffer!;
+    const checksums = this.#takeChecksums();
     this.#buffer = undefined;
     this.#filled = 0;
-    await this.#dispatch(full);
+    await this.#dispatch(full, checksums);
   }
 
   /**
@@ -208,9 +214,10 @@ export class BufferedMultipartWriter {
       if (!this.#uploadId) return await this.#putWhole();
       if (this.#filled > 0) {
         const last = this.#buffer!.subarray(0, this.#filled);
+        const checksums = this.#takeChecksums();
         this.#buffer = undefined;
         this.#filled = 0;
-        await this.#dispatch(last);
+        await this.#dispatch(last, checksums);
       }
       await this.#drain();
       await this.#throwIfFailed();
@@ -253,17 +260,20 @@ export class BufferedMultipartWriter {
       Math.max(MIN_BUFFER, want, (this.#buffer?.byteLength ?? 0) * 2),
     );
     const next = new Uint8Array(size);
+    this.#bufferChecksums = undefined; // write() bytes: nothing taken of them
     if (this.#buffer) next.set(this.#buffer.subarray(0, this.#filled));
     this.#buffer = next;
   }
 
   async #putWhole(): Promise<PutResult> {
     const body = this.#buffer ? this.#buffer.subarray(0, this.#filled) : new Uint8Array(0);
+    const checksums = this.#takeChecksums();
     const result = await this.#run((signal) =>
       this.#store.put(this.#key, body, {
         ifAbsent: this.#options.ifAbsent,
         metadata: this.#options.metadata,
         contentType: this.#options.contentType,
+        checksums,
         signal: this.#signal(signal),
       })
     );
@@ -275,7 +285,14 @@ export class BufferedMultipartWriter {
     return result;
   }
 
-  async #dispatch(part: Uint8Array): Promise<void> {
+  /** The buffered part's checksums, once: the buffer is being sent or dropped. */
+  #takeChecksums(): readonly Checksum[] | undefined {
+    const checksums = this.#bufferChecksums;
+    this.#bufferChecksums = undefined;
+    return checksums;
+  }
+
+  async #dispatch(part: Uint8Array, checksums?: readonly Checksum[]): Promise<void> {
     while (this.#inFlight.size >= this.#concurrency) await Promise.race(this.#inFlight);
     await this.#throwIfFailed();
     const uploadId = await (this.#uploadId ??= this.#createUpload());
@@ -292,7 +309,10 @@ export class BufferedMultipartWriter {
       throw err;
     }
     const task: Promise<void> = this.#run((signal) =>
-      this.#store.putPart(this.#key, uploadId, partNumber, part, { signal: this.#signal(signal) })
+      this.#store.putPart(this.#key, uploadId, partNumber, part, {
+        signal: this.#signal(signal),
+        checksums,
+      })
     ).then(
       (stored) => {
         this.#parts.push(stored);

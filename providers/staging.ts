@@ -9,6 +9,7 @@ import {
   type CompletedPart,
   type CompleteOptions,
   type MultipartUpload,
+  type PartOptions,
   type PutResult,
   StoreError,
   type UserMetadata,
@@ -150,6 +151,8 @@ export interface StagingCalls<M extends UploadMarker> {
     uploadId: string;
     partNumber: number;
     body: Uint8Array;
+    /** Checksums of `body` the caller already took (`PartOptions.checksums`). */
+    checksums?: readonly Checksum[];
     signal?: AbortSignal;
   }): Promise<CompletedPart>;
   /**
@@ -243,7 +246,7 @@ export class StagedMultipart<M extends UploadMarker> {
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
-    options: { signal?: AbortSignal } = {},
+    options: PartOptions = {},
   ): Promise<CompletedPart> {
     const op = "putPart";
     this.#calls.checkKey(key, op);
@@ -255,6 +258,7 @@ export class StagedMultipart<M extends UploadMarker> {
       uploadId,
       partNumber,
       body,
+      checksums: options.checksums,
       signal: options.signal,
     });
   }

@@ -141,7 +141,22 @@ export interface PutOptions {
    * place of the store's configured one; ignored by the fs and sim stores.
    */
   storageClass?: string;
+  /** Checksums of `body` the caller already took: see {@link PartOptions.checksums}. */
+  checksums?: readonly Checksum[];
   signal?: AbortSignal;
+}
+
+/** Options of `putPart`. */
+export interface PartOptions {
+  signal?: AbortSignal;
+  /**
+   * Checksums of `body` the caller already took (an upload takes them as it checks the bytes it
+   * read against a verify pass). A store that sends a checksum of one of these algorithms with
+   * every body sends the given value instead of hashing the body again, and its check on
+   * ingest refuses a body that is not the bytes the value was taken of. Any other is ignored.
+   * Giving a value that is not the body's is the caller's error: the store refuses the body.
+   */
+  checksums?: readonly Checksum[];
 }
 
 /**
@@ -253,7 +268,7 @@ export interface ObjectStore {
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
-    options?: { signal?: AbortSignal },
+    options?: PartOptions,
   ): Promise<CompletedPart>;
   completeMultipart(
     key: string,

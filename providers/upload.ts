@@ -10,14 +10,19 @@ import { type ChecksumHasher, createChecksum } from "./checksum.ts";
 import { MAX_PART_NUMBER } from "./_rules.ts";
 import { BufferedMultipartWriter, type MultipartWriterOptions } from "./multipart_writer.ts";
 import { PartBufferPool } from "./part_pool.ts";
-import type { ObjectStore, PutResult } from "./types.ts";
+import type { Checksum, ObjectStore, PutResult } from "./types.ts";
 
 /**
  * A digest the caller keeps over the bytes as they are read, in order, and checks before the
  * upload is completed (or, for a single put, sent): `verify` throws to stop it.
  */
 export interface ReadVerifier {
-  update(bytes: Uint8Array): void;
+  /**
+   * Sees the next bytes read: one part of a multipart upload, or the whole of a single put.
+   * @returns checksums of `bytes` it took on the way, sent with them so the store's
+   *   checksum is not taken a second time (`PartOptions.checksums`)
+   */
+  update(bytes: Uint8Array): readonly Checksum[] | void;
   /** @throws when the bytes read are not the ones expected (the upload is then aborted) */
   verify(): void | Promise<void>;
 }
@@ -90,7 +95,7 @@ export async function uploadFile(
     if (size <= options.partSize) {
       const body = new Uint8Array(size);
       await readFully(file, body, 0, path);
-      options.verifyRead?.update(body);
+      const checksums = options.verifyRead?.update(body) ?? undefined;
       await options.verifyRead?.verify();
       options.signal?.throwIfAborted();
       const result = await (options.run ?? ((op) => op()))((signal) =>
@@ -99,6 +104,7 @@ export async function uploadFile(
           metadata: options.metadata,
           contentType: options.contentType,
           storageClass: options.storageClass,
+          checksums,
           signal: signal && options.signal
             ? AbortSignal.any([signal, options.signal])
             : signal ?? options.signal,
@@ -130,9 +136,9 @@ export async function uploadFile(
         held.add(part);
         await readFully(file, part, position, path);
         // Hashed before the writer owns the part (a sent part's buffer is recycled).
-        options.verifyRead?.update(part);
+        const checksums = options.verifyRead?.update(part) ?? undefined;
         whole?.update(part);
-        await writer.writePart(part);
+        await writer.writePart(part, checksums);
         await writer.flush(); // never hold a pooled buffer while waiting for the next one
       }
       await options.verifyRead?.verify();

@@ -18,7 +18,7 @@ import {
   type UploadMarker,
 } from "../staging.ts";
 import { checkPathKey, queryString } from "../_url.ts";
-import { checksumOf } from "../checksum.ts";
+import { bodyChecksum } from "../checksum.ts";
 import {
   type CompletedPart,
   type CompleteOptions,
@@ -205,7 +205,7 @@ export class AzureStore implements ObjectStore {
     checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     const ifAbsent = options.ifAbsent === true;
-    const md5 = await checksumOf("md5", body);
+    const md5 = await bodyChecksum("md5", body, options.checksums);
     const response = await this.#exchange(
       "put",
       key,
@@ -385,9 +385,9 @@ export class AzureStore implements ObjectStore {
           { signal },
         );
       },
-      stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
+      stagePart: async ({ op, key, uploadId, partNumber, body, checksums, signal }) => {
         const id = req.blockId(uploadId, partNumber);
-        const md5 = await checksumOf("md5", body);
+        const md5 = await bodyChecksum("md5", body, checksums);
         await this.#exchange(
           op,
           key,

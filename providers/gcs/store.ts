@@ -10,7 +10,7 @@ import { PageGuard } from "../listing.ts";
 import { type FetchFn, type HttpResponse, isOk, sendHttp } from "../http.ts";
 import { deleteEach } from "../_pool.ts";
 import { forEachBounded } from "../../src/base/concurrency.ts";
-import { checksumOf } from "../checksum.ts";
+import { bodyChecksum } from "../checksum.ts";
 import { redactingFetch, scrubBody, secretRedactor } from "../_redact.ts";
 import {
   type StagedCompletion,
@@ -197,7 +197,7 @@ export class GcsStore implements ObjectStore {
       });
     }
     const ifAbsent = options.ifAbsent === true;
-    const checksum = await checksumOf("crc32c", body);
+    const checksum = await bodyChecksum("crc32c", body, options.checksums);
     const response = await this.#exchange(
       "put",
       key,
@@ -384,9 +384,9 @@ export class GcsStore implements ObjectStore {
           { signal },
         );
       },
-      stagePart: async ({ op, key, uploadId, partNumber, body, signal }) => {
+      stagePart: async ({ op, key, uploadId, partNumber, body, checksums, signal }) => {
         const name = partName(this.#multipart.marker(key, uploadId, op), partNumber);
-        const checksum = await checksumOf("crc32c", body);
+        const checksum = await bodyChecksum("crc32c", body, checksums);
         const response = await this.#exchange(
           op,
           key,

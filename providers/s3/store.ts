@@ -32,6 +32,7 @@ import {
   type MultipartUpload,
   type ObjectHead,
   type ObjectStore,
+  type PartOptions,
   type PutOptions,
   type PutResult,
   StoreError,
@@ -57,7 +58,7 @@ import {
   signRequest,
   unsignedRequest,
 } from "./sigv4.ts";
-import { checksumOf } from "../checksum.ts";
+import { bodyChecksum, checksumOf } from "../checksum.ts";
 import {
   type ChecksumReport,
   isAmzChecksum,
@@ -272,7 +273,9 @@ export class S3Store implements ObjectStore {
     checkPutConditions(options, key);
     checkMetadata(options.metadata, "put", key);
     const way = await this.#way(options.signal);
-    const checksum = way.body === "none" ? undefined : await checksumOf(way.body, body);
+    const checksum = way.body === "none"
+      ? undefined
+      : await bodyChecksum(way.body, body, options.checksums);
     const response = await this.#exchange(
       "put",
       key,
@@ -397,12 +400,14 @@ export class S3Store implements ObjectStore {
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
-    options: { signal?: AbortSignal } = {},
+    options: PartOptions = {},
   ): Promise<CompletedPart> {
     req.checkKey(key, "putPart");
     checkPartNumber(partNumber, "putPart", key);
     const { multipart } = await this.#way(options.signal);
-    const checksum = multipart === "none" ? undefined : await checksumOf(multipart, body);
+    const checksum = multipart === "none"
+      ? undefined
+      : await bodyChecksum(multipart, body, options.checksums);
     const request = req.uploadPart(this.#location, key, uploadId, partNumber, body, checksum);
     const response = await this.#exchange("putPart", key, request, { signal: options.signal });
     const etag = response.headers.get("etag");

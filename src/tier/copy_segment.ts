@@ -5,7 +5,7 @@
 import { readFile, stat } from "node:fs/promises";
 import type { ObjectHead, ObjectStore, PutResult, UserMetadata } from "../../providers/types.ts";
 import type { PartBufferPool } from "../../providers/part_pool.ts";
-import { crc32 } from "../../providers/checksum.ts";
+import { crc32, crc32Checksum } from "../../providers/checksum.ts";
 import { type ReadVerifier, uploadFile, uploadPartSize } from "../../providers/upload.ts";
 import { readSegmentBounds } from "../format/bounds.ts";
 import { verifySegment } from "../format/verify.ts";
@@ -110,7 +110,8 @@ export async function segmentSource(
 /**
  * Checks the parts an upload reads of `path`, in order, against the CRC-32s the verify pass took:
  * a part that differs, one more than were verified, or fewer, throw {@link SegmentChangedError}
- * before anything is published.
+ * before anything is published. A part that matches is handed on with its CRC-32, which a store
+ * that sends `x-amz-checksum-crc32` sends as it is: the upload takes no checksum of its own.
  */
 export function partReadVerifier(path: string, checks: PartChecks): ReadVerifier {
   let next = 0;
@@ -127,6 +128,7 @@ export function partReadVerifier(path: string, checks: PartChecks): ReadVerifier
           `bytes ${from}-${from + bytes.length - 1} changed after they were verified`,
         );
       }
+      return [crc32Checksum(checks.crc32[i])];
     },
     verify() {
       if (next !== checks.crc32.length) {
@@ -158,10 +160,11 @@ async function putFile(
     if (bytes.length !== size) {
       throw new SegmentChangedError(path, `size changed from ${size} to ${bytes.length} bytes`);
     }
-    verifyRead.update(bytes);
+    const checksums = verifyRead.update(bytes) ?? undefined;
     verifyRead.verify();
     const result = await store.put(key, bytes, {
       ifAbsent: true,
+      checksums,
       metadata,
       storageClass: opts.storageClass,
       signal: opts.signal,

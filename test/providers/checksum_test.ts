@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  bodyChecksum,
+  CHECKSUM_ALGORITHMS,
   checksumFromHex,
   checksumHex,
   checksumOf,
@@ -154,4 +156,25 @@ Deno.test("checksums: a stored value not of its algorithm's length is no checksu
   assert.ok(comparableChecksum([{ algorithm: "crc64nvme", value: "COIxExZ9Lt8=", type: "full" }]));
   const sha = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
   assert.ok(comparableChecksum([{ algorithm: "sha256", value: sha, type: "full" }]));
+});
+
+Deno.test("bodyChecksum: a given checksum of the algorithm is taken as it is; else the body is hashed", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uint8Array({ maxLength: 2000 }),
+      fc.constantFrom(...CHECKSUM_ALGORITHMS),
+      fc.constantFrom(...CHECKSUM_ALGORITHMS),
+      async (bytes, algorithm, givenAlgorithm) => {
+        const given = { algorithm: givenAlgorithm, value: "given" };
+        const got = await bodyChecksum(algorithm, bytes, [given]);
+        if (givenAlgorithm === algorithm) assert.equal(got, given);
+        else assert.deepEqual(got, await checksumOf(algorithm, bytes));
+        assert.deepEqual(
+          await bodyChecksum(algorithm, bytes, undefined),
+          await checksumOf(algorithm, bytes),
+        );
+      },
+    ),
+    { numRuns: 40 },
+  );
 });

@@ -1,9 +1,10 @@
 // The verify pass's part checks against a model: the CRC-32 of each part-sized slice of the
 // file, whatever chunks the bytes arrive in; and the upload's check of what it reads against them
-// passes the same bytes and refuses any one byte changed, a part more or a part fewer.
+// passes the same bytes (handing each part on with its CRC-32) and refuses any one byte changed,
+// a part more or a part fewer.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { crc32 } from "../../providers/checksum.ts";
+import { crc32, crc32Checksum } from "../../providers/checksum.ts";
 import { partReadVerifier, SegmentChangedError } from "../../src/tier/copy_segment.ts";
 import { PartCrc32 } from "../../src/tier/part_checks.ts";
 
@@ -48,7 +49,10 @@ Deno.test("part checks: the upload's reads pass when they are the verified bytes
       const { bytes, partSize, cuts } = x;
       const checks = checksOf(bytes, partSize, cuts);
       const same = partReadVerifier("seg.log", checks);
-      for (const part of slices(bytes, partSize)) same.update(part);
+      for (const part of slices(bytes, partSize)) {
+        // Each part read goes on with its CRC-32, sent in place of taking it again.
+        assert.deepEqual(same.update(part), [crc32Checksum(crc32(part))]);
+      }
       same.verify();
 
       const refused = (run: () => void, why: RegExp) =>

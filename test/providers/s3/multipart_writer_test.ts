@@ -8,8 +8,10 @@ import { BufferedMultipartWriter } from "../../../providers/multipart_writer.ts"
 import { uploadFile } from "../../../providers/upload.ts";
 import { SimStore } from "../../../providers/sim/store.ts";
 import {
+  type Checksum,
   type CompletedPart,
   type ObjectStore,
+  type PartOptions,
   type PutOptions,
   type PutResult,
   StoreError,
@@ -22,6 +24,8 @@ class ObservedStore implements ObjectStore {
   readonly sim: SimStore;
   readonly log: string[] = [];
   readonly partSizes: number[] = [];
+  /** The checksums each call was given: by part number, and `put` for a single put. */
+  readonly given = new Map<number | "put", readonly Checksum[] | undefined>();
   inFlight = 0;
   maxInFlight = 0;
   failPart?: number;
@@ -34,6 +38,7 @@ class ObservedStore implements ObjectStore {
 
   put(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult> {
     this.log.push("put");
+    this.given.set("put", options?.checksums);
     return this.sim.put(key, body, options);
   }
   get: ObjectStore["get"] = (key, options) => this.sim.get(key, options);
@@ -53,9 +58,10 @@ class ObservedStore implements ObjectStore {
     uploadId: string,
     partNumber: number,
     body: Uint8Array,
-    options?: { signal?: AbortSignal },
+    options?: PartOptions,
   ): Promise<CompletedPart> {
     this.log.push(`part ${partNumber}`);
+    this.given.set(partNumber, options?.checksums);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
@@ -127,6 +133,73 @@ Deno.test("multipart writer: coalesces any writes into full parts; the object is
     ),
     { numRuns: 100 },
   );
+});
+
+/** A made-up checksum naming what it was given with (the sim store checks none). */
+const tag = (what: string): Checksum[] => [{ algorithm: "crc32", value: what }];
+
+Deno.test("multipart writer: checksums handed with a part go to the store with that part", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 7 }),
+      fc.integer({ min: 1, max: PART }),
+      fc.array(fc.boolean(), { minLength: 7, maxLength: 7 }),
+      fc.integer({ min: 1, max: 3 }),
+      async (count, lastSize, withChecksums, concurrency) => {
+        const store = new ObservedStore(PART);
+        const writer = writerFor(store, "k", { concurrency });
+        for (let i = 0; i < count; i++) {
+          const part = bytes(i === count - 1 ? lastSize : PART, i);
+          await writer.writePart(part, withChecksums[i] ? tag(`part ${i + 1}`) : undefined);
+        }
+        await writer.complete();
+        if (count === 1) {
+          // One part or less is a single put: it carries the part's checksums.
+          assert.deepEqual(store.given.get("put"), withChecksums[0] ? tag("part 1") : undefined);
+          return;
+        }
+        for (let n = 1; n <= count; n++) {
+          assert.deepEqual(store.given.get(n), withChecksums[n - 1] ? tag(`part ${n}`) : undefined);
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
+Deno.test("multipart writer: bytes coalesced by write() carry no checksum", async () => {
+  const store = new ObservedStore(PART);
+  const writer = writerFor(store);
+  await writer.write(bytes(PART + 10));
+  await writer.complete();
+  assert.deepEqual([...store.given.values()], [undefined, undefined]);
+});
+
+Deno.test("uploadFile: the checksums the read verifier took of each part go with that part", async () => {
+  const dir = await tempDir("tierd-upload");
+  try {
+    const store = new ObservedStore(PART);
+    const seen: number[] = [];
+    const verifyRead = {
+      update: (b: Uint8Array) => {
+        seen.push(b.length);
+        return tag(`read ${seen.length}`);
+      },
+      verify() {},
+    };
+    const big = join(dir.path, "big.log");
+    await Deno.writeFile(big, bytes(3 * PART + 5));
+    await uploadFile(store, "big", big, { partSize: PART, minPartSize: PART, verifyRead });
+    assert.deepEqual(seen, [PART, PART, PART, 5]);
+    for (let n = 1; n <= 4; n++) assert.deepEqual(store.given.get(n), tag(`read ${n}`));
+
+    const small = join(dir.path, "small.log");
+    await Deno.writeFile(small, bytes(PART));
+    await uploadFile(store, "small", small, { partSize: PART, minPartSize: PART, verifyRead });
+    assert.deepEqual(store.given.get("put"), tag("read 5"));
+  } finally {
+    await dir.cleanup();
+  }
 });
 
 Deno.test("multipart writer: exactly one part is a single put; one byte more is multipart", async () => {

@@ -3,6 +3,7 @@
 // real error answers. Skipped with one loud line without a MinIO binary (failed in CI).
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { crc32, crc32Checksum } from "../../../providers/checksum.ts";
 import { probeStore } from "../../../providers/probe.ts";
 import type { S3StoreOptions } from "../../../providers/s3/store.ts";
 import { uploadFile } from "../../../providers/upload.ts";
@@ -110,6 +111,50 @@ if ("reason" in found) {
         assert.equal(response.status, 200);
         assert.equal(await response.text(), "hello");
       });
+
+      await t.step(
+        "a checksum the caller already took is sent as it is; MinIO refuses a body it does not fit",
+        async () => {
+          const store = minioStore(minio, { checksum: "crc32" });
+          const body = randomBytes(5 * MiB);
+          const right = crc32Checksum(crc32(body));
+          const wrong = crc32Checksum(crc32(body) ^ 1);
+          // A body that does not fit its checksum is refused (MinIO: XAmzContentChecksumMismatch,
+          // AWS: BadDigest); tierd retries it as a damaged transfer.
+          const refused = (err: unknown) =>
+            err instanceof StoreError && err.detail.status === 400 &&
+            /ChecksumMismatch|BadDigest/.test(err.detail.code ?? "");
+          await assert.rejects(store.put("given/wrong", body, { checksums: [wrong] }), refused);
+          // Another algorithm than the one the store sends is not used.
+          const other = { algorithm: "crc32c" as const, value: wrong.value };
+          assert.equal(
+            (await store.put("given/ok", body, { checksums: [other, right] })).status,
+            "Created",
+          );
+          const stored = (await store.head("given/ok", { checksums: true })).checksums;
+          assert.ok(stored?.some((c) => c.algorithm === "crc32" && c.value === right.value));
+
+          const id = await store.createMultipart("given/parts");
+          await assert.rejects(
+            store.putPart("given/parts", id, 1, body, { checksums: [wrong] }),
+            refused,
+          );
+          const tail = randomBytes(1000);
+          const parts = [
+            await store.putPart("given/parts", id, 1, body, { checksums: [right] }),
+            await store.putPart("given/parts", id, 2, tail, {
+              checksums: [crc32Checksum(crc32(tail))],
+            }),
+          ];
+          assert.equal((await store.completeMultipart("given/parts", id, parts)).status, "Created");
+          const whole = (await store.head("given/parts", { checksums: true })).checksums;
+          const expected = crc32Checksum(crc32(tail, crc32(body))).value;
+          assert.ok(
+            whole?.some((c) => c.algorithm === "crc32" && c.value === expected),
+            `full-object crc32 ${expected} in ${JSON.stringify(whole)}`,
+          );
+        },
+      );
 
       await t.step("uploadFile: 12 MiB in 5 MiB parts, then AlreadyExists", async () => {
         const store = minioStore(minio);
