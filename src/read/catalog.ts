@@ -2,7 +2,6 @@
 // broker's local segments and the verified remote copies of the current incarnation and
 // generation, merged into one ordered list, with the gaps the broker's retention left before a
 // copy (`lost_before_upload`) and the holes the bucket has (HOLE).
-import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { detectFormat } from "../format/detect.ts";
 import { FormatError } from "../format/errors.ts";
@@ -10,7 +9,7 @@ import type { FormatName } from "../format/types.ts";
 import { incarnationHex } from "../layout/partition.ts";
 import { type PartitionId, partitionLabel, partitionRelPath } from "../layout/partition.ts";
 import { directoryContradicts } from "../partition/journal_fit.ts";
-import type { SegmentFiles } from "../partition/segments.ts";
+import { type SegmentFiles, statNowOrUndefined } from "../partition/segments.ts";
 import { type PartitionState, type SegmentRecord, segmentsOf } from "../state/segment_state.ts";
 import { type RemoteLocation, segmentKeys } from "../layout/object_keys.ts";
 import { fromUserMetadata } from "../layout/object_metadata.ts";
@@ -108,10 +107,7 @@ export async function loadCatalog(
   const pending = options.pending === "ignore" ? undefined : ctx.states.pending?.(id);
   if (pending !== undefined) throw new PartitionRebuilding(label, pending);
   const dir = join(ctx.config.agent.data_dir, partitionRelPath(id));
-  const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "ENOENT" || err.code === "ENOTDIR") return undefined;
-    throw err;
-  });
+  const dirStat = statNowOrUndefined(dir);
   let state = await ctx.states.state(id);
   if (!dirStat?.isDirectory() && !state) {
     throw new UnknownPartition(label, "no partition directory and no journal");

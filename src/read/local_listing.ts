@@ -3,7 +3,7 @@
 // round trips per request before its first byte; a listing is reused instead while the
 // directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
 // same) and younger than a second, and only the active segment — the one file the broker
-// writes to — is looked at again. A listing taken while the directory's mtime was recent is
+// writes to — is looked at again, by stats on the calling thread. A listing taken while the directory's mtime was recent is
 // not reused: the kernel stamps a change from a clock that advances once per tick, so a second
 // change within the same tick (a file removed, then another made) leaves the mtime as it was.
 import type { Clock } from "../base/clock.ts";
@@ -11,7 +11,7 @@ import {
   isSealed,
   listSegments,
   type SegmentFiles,
-  statOrUndefined,
+  statNowOrUndefined,
 } from "../partition/segments.ts";
 
 /** How long a listing is reused while its directory looks unchanged. */
@@ -56,7 +56,7 @@ export class LocalListings {
     const kept = this.#byDir.get(dir);
     if (
       kept && kept.stamp.ino === stamp.ino && kept.stamp.mtimeMs === stamp.mtimeMs &&
-      now - kept.listedAt < LISTING_REUSE_MS && await refreshActive(kept.segments)
+      now - kept.listedAt < LISTING_REUSE_MS && refreshActive(kept.segments)
     ) {
       return kept.segments.map((s, i) => ({
         ...s,
@@ -81,13 +81,11 @@ export class LocalListings {
 }
 
 /** Takes the active segment's sizes again. @returns false when its `.log` is gone */
-async function refreshActive(segments: SegmentFiles[]): Promise<boolean> {
+function refreshActive(segments: SegmentFiles[]): boolean {
   const active = segments.at(-1);
   if (!active) return true;
-  const [log, index] = await Promise.all([
-    statOrUndefined(active.logPath),
-    statOrUndefined(active.indexPath),
-  ]);
+  const log = statNowOrUndefined(active.logPath);
+  const index = statNowOrUndefined(active.indexPath);
   if (!log) return false;
   active.logSize = log.size;
   active.indexSize = index ? index.size : -1;
