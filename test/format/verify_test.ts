@@ -2,6 +2,7 @@
 // broker derives, every byte seen once in order whatever the read window; damaged ones fail
 // with the file and the byte the damage is at.
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { readFile, truncate } from "node:fs/promises";
 import { readSegmentBounds } from "../../src/format/bounds.ts";
 import { type GeneratedSegment, generatePartition } from "../../src/format/generate.ts";
@@ -106,3 +107,52 @@ for (const format of FORMATS) {
     );
   });
 }
+
+Deno.test("verify: any record sizes and any read window give the bounds, every byte once in order, and damage where it is", async () => {
+  await using tmp = await tmpDir();
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom(...FORMATS),
+      fc.oneof(fc.integer({ min: 1, max: 99 }), fc.integer({ min: 100, max: 3000 })), // payload bytes
+      fc.integer({ min: 1, max: 12 }), // messages per 0.9 batch
+      fc.oneof(fc.integer({ min: 1, max: 600 }), fc.integer({ min: 600, max: 40_000 })),
+      fc.constantFrom(...DAMAGES),
+      async (format, payloadSize, messagesPerBatch, windowSize, damage) => {
+        const dir = `${tmp.path}/${run++}`;
+        const [seg] = await generatePartition({
+          format,
+          dataDir: dir,
+          stream: 0,
+          topic: 0,
+          partition: 0,
+          messages: 60,
+          segmentSize: 1 << 20,
+          payloadSize,
+          messagesPerBatch,
+          seed: run,
+        });
+        const bounds = await readSegmentBounds(seg.logPath, seg.indexPath, format, seg.startOffset);
+        const seen: Uint8Array[] = [];
+        const v = await verifySegment(seg.logPath, seg.indexPath, format, seg.startOffset, {
+          windowSize,
+          onBytes: (b) => void seen.push(b.slice()),
+        });
+        assert.equal(v.endOffset, bounds.endOffset);
+        assert.equal(v.size, bounds.size);
+        assert.equal(v.records, (await recordsOf(seg, format)).length);
+        assert.deepEqual(concatBytes(seen), new Uint8Array(await readFile(seg.logPath)));
+
+        // The damages are placed for payloads of 100 bytes or more (./_damage.ts); a smaller
+        // message makes another check fail first.
+        if (payloadSize < 100) return;
+        const site = await damageSegment(seg, format, damage);
+        await assertRejectsFormat(
+          verifySegment(seg.logPath, seg.indexPath, format, seg.startOffset, { windowSize }),
+          site,
+        );
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
