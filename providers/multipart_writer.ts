@@ -153,6 +153,7 @@ export class BufferedMultipartWriter {
         this.#grow(want);
       }
       const n = Math.min(this.#partSize - this.#filled, bytes.byteLength - offset);
+      this.#bufferChecksums = undefined; // of other bytes than the part now holds
       this.#buffer!.set(bytes.subarray(offset, offset + n), this.#filled);
       this.#filled += n;
       offset += n;
@@ -260,7 +261,6 @@ export class BufferedMultipartWriter {
       Math.max(MIN_BUFFER, want, (this.#buffer?.byteLength ?? 0) * 2),
     );
     const next = new Uint8Array(size);
-    this.#bufferChecksums = undefined; // write() bytes: nothing taken of them
     if (this.#buffer) next.set(this.#buffer.subarray(0, this.#filled));
     this.#buffer = next;
   }

@@ -167,12 +167,20 @@ Deno.test("multipart writer: checksums handed with a part go to the store with t
   );
 });
 
-Deno.test("multipart writer: bytes coalesced by write() carry no checksum", async () => {
+Deno.test("multipart writer: bytes coalesced by write() carry no checksum, nor a part they join", async () => {
   const store = new ObservedStore(PART);
   const writer = writerFor(store);
   await writer.write(bytes(PART + 10));
   await writer.complete();
   assert.deepEqual([...store.given.values()], [undefined, undefined]);
+
+  // Against the rule (parts and write() mixed): the checksums were of the part before.
+  const mixed = new ObservedStore(PART);
+  const w = writerFor(mixed);
+  await w.writePart(bytes(PART / 2), tag("half a part"));
+  await w.write(bytes(PART));
+  await w.complete();
+  assert.deepEqual([...mixed.given.values()], [undefined, undefined]);
 });
 
 Deno.test("uploadFile: the checksums the read verifier took of each part go with that part", async () => {
