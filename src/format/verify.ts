@@ -3,7 +3,7 @@
 // last record), and every `.index` entry against the record it points at. Bounds (bounds.ts)
 // only read headers; this is the full check the tier worker runs before a segment is copied.
 import { type FileHandle, open } from "node:fs/promises";
-import { readInto } from "../base/bytes.ts";
+import { concatBytes, readInto } from "../base/bytes.ts";
 import { viewOf } from "./_bytes.ts";
 import { straddlesEof } from "./_checks.ts";
 import { readFileIfExists } from "./_file.ts";
@@ -148,26 +148,27 @@ async function walkFile(
   const room = window;
   const buffers = [new Uint8Array(room + window), new Uint8Array(room + window)];
   let turn = 0;
-  /** Reads the window at `position` into the room's far side of buffer `turn`. */
+  /** Reads the window at `position` into buffer `into`, behind its room. */
   const readWindow = (into: number, position: number) => {
     const length = Math.min(window, size - position);
     return readInto(fh, buffers[into].subarray(room, room + length), position);
   };
   let next: Promise<number> | undefined = size > 0 ? readWindow(0, 0) : undefined;
+  /** The file ended at `at`, short of the size it was measured at. */
+  const truncated = (at: number) =>
+    new FormatError(
+      "truncated",
+      file,
+      at,
+      `the file ends at byte ${at}, before the ${size} bytes its segment was measured at`,
+    );
   let carry = new Uint8Array(0); // the start of a record the last window cut
   let read = 0; // bytes read so far: the file position after `carry`
   let expected = startOffset;
   while (read < size) {
     const got = await next!;
     next = undefined;
-    if (got === 0) {
-      throw new FormatError(
-        "truncated",
-        file,
-        read,
-        `the file ends at byte ${read}, before the ${size} bytes its segment was measured at`,
-      );
-    }
+    if (got === 0) throw truncated(read);
     const current = buffers[turn];
     const fresh = current.subarray(room, room + got);
     options.onBytes?.(fresh);
@@ -177,31 +178,23 @@ async function walkFile(
       current.set(carry, room - carry.length);
       buf = current.subarray(room - carry.length, room + got);
     } else {
-      buf = concatTwo(carry, fresh);
+      buf = concatBytes([carry, fresh]);
     }
     let whole = false;
     if (buf.length >= codec.headerSize && read < size) {
       // A record larger than what is here: the rest of it is read now, in one go.
-      const header = codec.recordHeader(buf, { file, position: read - buf.length });
       const position = read - buf.length;
+      const header = codec.recordHeader(buf, { file, position });
       if (header.size > size - position) {
         throw straddlesEof(file, position, header.size, size - position, "record");
       }
       if (header.size > buf.length) {
         const rest = new Uint8Array(header.size - buf.length);
         const more = await readInto(fh, rest, read);
-        if (more < rest.length) {
-          throw new FormatError(
-            "truncated",
-            file,
-            read + more,
-            `the file ends at byte ${read + more}, before the ${size} bytes its segment was ` +
-              `measured at`,
-          );
-        }
+        if (more < rest.length) throw truncated(read + more);
         options.onBytes?.(rest);
         read += rest.length;
-        buf = concatTwo(buf, rest);
+        buf = concatBytes([buf, rest]);
         whole = true;
       }
     }
@@ -239,14 +232,6 @@ async function walkFile(
   }
   out.messageCount = out.endOffset - startOffset + 1n;
   return out;
-}
-
-/** `a` then `b`, in a new buffer. */
-function concatTwo(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const both = new Uint8Array(a.length + b.length);
-  both.set(a, 0);
-  both.set(b, a.length);
-  return both;
 }
 
 /** Checks index entries against the records walked, in step with the walk. */
