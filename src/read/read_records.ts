@@ -22,7 +22,6 @@
 //   bucket (HOLE), or an unrecorded hole between segments stops before it. A read that starts
 //   inside one answers from the first offset after it, with `gap` set to the missing range; when
 //   nothing follows, it fails with `OffsetInGap`, never "past the end".
-import { readFile, stat } from "node:fs/promises";
 import { readSegmentBounds } from "../format/bounds.ts";
 import type { SegmentCodec } from "../format/codec.ts";
 import { codecFor } from "../format/codecs.ts";
@@ -31,6 +30,7 @@ import type { FormatName, RecordInfo } from "../format/types.ts";
 import { hex128, initHashes } from "../hash.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import { getSegment } from "../state/segment_state.ts";
+import { statNowOrUndefined } from "../partition/segments.ts";
 import { markerPaths, partitionStateDir } from "../layout/state_paths.ts";
 import type { PositionedChunkSource } from "../cache/types.ts";
 import {
@@ -56,6 +56,7 @@ import { type AnswerPiece, AnswerStream, type Cut, PIECE_WINDOW } from "./answer
 import {
   EMPTY_INDEX,
   parseSegmentIndex,
+  readIndexFile,
   seekOffset,
   seekTimestamp,
   type SegmentIndex,
@@ -647,7 +648,7 @@ class RecordWalk {
         partitionStateDir(this.#ctx.config.agent.state_dir, this.#req.partition),
         e.start,
       ).index;
-      const local = await readFile(kept).catch(() => undefined);
+      const local = await readIndexFile(kept, meta.indexSize);
       if (local && local.length === meta.indexSize) {
         try {
           return parseSegmentIndex(codec, local, {
@@ -681,11 +682,18 @@ class RecordWalk {
    */
   async #localIndex(e: CatalogSegment, log: SegmentLog): Promise<SegmentIndex> {
     const path = e.local!.indexPath;
-    const st = await stat(path).catch(() => undefined);
+    // On the event loop, as the catalog's stats; any failure means walking from the start.
+    const st = (() => {
+      try {
+        return statNowOrUndefined(path);
+      } catch {
+        return undefined;
+      }
+    })();
     if (!st || st.size < this.#codec.indexEntrySize) return EMPTY_INDEX;
     const codec = this.#codec;
     const load = async () => {
-      const raw = await readFile(path).catch(() => new Uint8Array(0));
+      const raw = await readIndexFile(path, st.size) ?? new Uint8Array(0);
       const whole = raw.subarray(0, raw.length - (raw.length % codec.indexEntrySize));
       try {
         return parseSegmentIndex(codec, whole, {

@@ -4,7 +4,13 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { codecFor } from "../../src/format/codecs.ts";
 import type { IndexEntry } from "../../src/format/types.ts";
-import { parseSegmentIndex, seekOffset, seekTimestamp } from "../../src/read/segment_index.ts";
+import { join } from "node:path";
+import {
+  parseSegmentIndex,
+  readIndexFile,
+  seekOffset,
+  seekTimestamp,
+} from "../../src/read/segment_index.ts";
 
 /** Entries of records with random sizes and non-decreasing timestamps. */
 const recordsArb = fc.array(
@@ -67,3 +73,35 @@ for (const format of ["iggy-0.8", "iggy-0.9"] as const) {
     );
   });
 }
+
+Deno.test("an index file's expected bytes are read: on the event loop when small, never more than expected, undefined when short or missing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = join(dir, "00000000000000000000.index");
+    const bytes = crypto.getRandomValues(new Uint8Array(4096));
+    await Deno.writeFile(path, bytes);
+    // Within the limit the bytes are there before any I/O completion is delivered: no thread hop.
+    let now: Uint8Array | undefined;
+    void readIndexFile(path, bytes.length).then((b) => now = b);
+    for (let i = 0; i < 3; i++) await Promise.resolve();
+    assert.ok(now, "read before any I/O completion");
+    assert.deepEqual(new Uint8Array(now), bytes);
+    // Above it, the same bytes by the runtime's file thread pool.
+    let pooled: Uint8Array | undefined;
+    const later = readIndexFile(path, bytes.length, 1024).then((b) => pooled = b);
+    for (let i = 0; i < 3; i++) await Promise.resolve();
+    assert.equal(pooled, undefined);
+    assert.deepEqual(new Uint8Array((await later)!), bytes);
+    // A file that grew since its size was taken gives the bytes expected, and no more.
+    for (const readNowMax of [undefined, 0]) {
+      const head = await readIndexFile(path, 100, readNowMax);
+      assert.deepEqual(new Uint8Array(head!), bytes.subarray(0, 100));
+      assert.equal(await readIndexFile(path, bytes.length + 1, readNowMax), undefined, "short");
+    }
+    assert.equal(await readIndexFile(join(dir, "missing.index"), 16), undefined);
+    assert.equal(await readIndexFile(join(dir, "missing.index"), 16, 0), undefined);
+    assert.equal(await readIndexFile(dir, 16), undefined, "a directory is not an index");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
