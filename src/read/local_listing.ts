@@ -3,9 +3,10 @@
 // round trips per request before its first byte; a listing is reused instead while the
 // directory is unchanged (no file created, deleted or renamed: its mtime and inode are the
 // same) and younger than a second, and only the active segment — the one file the broker
-// writes to — is looked at again, by stats on the calling thread. A listing taken while the directory's mtime was recent is
-// not reused: the kernel stamps a change from a clock that advances once per tick, so a second
-// change within the same tick (a file removed, then another made) leaves the mtime as it was.
+// writes to — is looked at again, by stats on the calling thread. A listing taken while the
+// directory's mtime was recent is not reused: the kernel stamps a change from a clock that
+// advances once per tick, so a second change within the same tick (a file removed, then another
+// made) leaves the mtime as it was.
 import type { Clock } from "../base/clock.ts";
 import {
   isSealed,

@@ -30,7 +30,6 @@ import type { FormatName, RecordInfo } from "../format/types.ts";
 import { hex128, initHashes } from "../hash.ts";
 import type { PartitionId } from "../layout/partition.ts";
 import { getSegment } from "../state/segment_state.ts";
-import { statNowOrUndefined } from "../partition/segments.ts";
 import { markerPaths, partitionStateDir } from "../layout/state_paths.ts";
 import type { PositionedChunkSource } from "../cache/types.ts";
 import {
@@ -681,19 +680,13 @@ class RecordWalk {
    * may trail or lead its log) means walking from the start of the log.
    */
   async #localIndex(e: CatalogSegment, log: SegmentLog): Promise<SegmentIndex> {
-    const path = e.local!.indexPath;
-    // On the event loop, as the catalog's stats; any failure means walking from the start.
-    const st = (() => {
-      try {
-        return statNowOrUndefined(path);
-      } catch {
-        return undefined;
-      }
-    })();
-    if (!st || st.size < this.#codec.indexEntrySize) return EMPTY_INDEX;
+    // Its size and time as the catalog took them for this read (the active segment's are taken
+    // again on every read): stating it once more would be the same system call twice.
+    const { indexPath: path, indexSize, mtimeMs } = e.local!;
+    if (indexSize < this.#codec.indexEntrySize) return EMPTY_INDEX; // -1: there is none
     const codec = this.#codec;
     const load = async () => {
-      const raw = await readIndexFile(path, st.size) ?? new Uint8Array(0);
+      const raw = await readIndexFile(path, indexSize) ?? new Uint8Array(0);
       const whole = raw.subarray(0, raw.length - (raw.length % codec.indexEntrySize));
       try {
         return parseSegmentIndex(codec, whole, {
@@ -707,7 +700,7 @@ class RecordWalk {
         return EMPTY_INDEX;
       }
     };
-    return await this.#ctx.indexes.get(`local:${path}:${st.size}:${st.mtimeMs}:${log.size}`, load);
+    return await this.#ctx.indexes.get(`local:${path}:${indexSize}:${mtimeMs}:${log.size}`, load);
   }
 
   /** The record header at `pos`, validated; undefined at the active segment's torn tail. */
